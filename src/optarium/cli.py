@@ -1,0 +1,231 @@
+"""The ``optarium`` command: ``list``, ``run SLUG``, ``suite``, ``report`` and ``docs``.
+
+Bad input (unknown slug or family, bad scale, a count below 1, an unwritable output directory) prints one line
+naming the problem and exits with status 2, without a traceback. Ctrl-C stops a run cleanly, keeps the units
+that finished, and exits with status 130.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from optarium._core.registry import FAMILIES, STATUSES, all_methods, get_method
+
+__all__ = ["cli", "main"]
+
+_SCALES = ("smoke", "quick", "full")
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console()
+
+
+def _writable_dir(path: Path, option: str) -> Path:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".optarium-write-check-"):
+            pass
+    except OSError as exc:
+        raise click.UsageError(f"{option}: cannot write to {path}: {exc.strerror or exc}") from None
+    return path
+
+
+def _check_slug(slug: str) -> None:
+    try:
+        info = get_method(slug)
+    except KeyError:
+        raise click.UsageError(
+            f"unknown slug {slug!r}; `optarium list` shows the {len(all_methods())} slugs"
+        ) from None
+    if info.experiment is None:
+        raise click.UsageError(f"{slug!r} has no experiment yet (status: {info.status})")
+
+
+def _figures_text(figures: dict[str, Any], limit: int = 5) -> str:
+    parts = []
+    for k, v in list(figures.items())[:limit]:
+        parts.append(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}")
+    return "; ".join(parts)
+
+
+_STYLE = {"reproduced": "green", "not reproduced": "red", "inconclusive": "yellow", "no verdict": "dim"}
+
+
+def _print_outcomes(outcomes: Sequence[Any]) -> None:
+    from rich.table import Table
+
+    table = Table(title="optarium results", show_lines=True)
+    for col in ("slug", "scale", "claim", "verdict", "deciding figures", "units"):
+        table.add_column(col, overflow="fold")
+    for o in outcomes:
+        done = sum(u["status"] == "done" for u in o.units)
+        style = _STYLE.get(o.verdict.outcome, "")
+        table.add_row(
+            o.slug,
+            o.scale,
+            o.claim,
+            f"[{style}]{o.verdict.outcome}[/]",
+            _figures_text(dict(o.verdict.figures)) + (f"\n{o.verdict.summary}" if o.verdict.summary else ""),
+            f"{done}/{len(o.units)} done" + (f"\n({o.reused} reused)" if o.reused else ""),
+        )
+    _console().print(table)
+    for o in outcomes:
+        _console().print(f"[dim]{o.slug} ({o.scale}): {o.run_dir}[/]")
+
+
+def _execute(runner: Any, **kwargs: Any) -> list[Any]:
+    """Run ``runner`` with a rich progress bar over units; turn Ctrl-C into a one-line message."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from optarium.harness.runner import RunInterrupted
+
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=_console(),
+        transient=False,
+    ) as progress:
+        task = progress.add_task("units", total=0)
+
+        def on_start(slug: str, n: int) -> None:
+            total = progress.tasks[0].total or 0
+            progress.update(task, total=total + n, description=slug)
+
+        def on_unit(slug: str, unit: dict[str, Any]) -> None:
+            progress.update(task, advance=1, description=f"{slug}: {unit['method']} seed {unit['seed']}")
+            if unit["status"] != "done":
+                progress.console.print(f"[yellow]{slug}: {unit['method']} seed {unit['seed']}: {unit['status']}[/]")
+
+        try:
+            result = runner(on_start=on_start, on_unit=on_unit, **kwargs)
+        except RunInterrupted as exc:
+            progress.stop()
+            click.echo(f"optarium: interrupted: kept {exc.kept} finished units in {exc.run_dir}", err=True)
+            sys.exit(130)
+    return result if isinstance(result, list) else [result]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="optarium")
+def cli() -> None:
+    """optarium: the optimization methods of 51 ICML 2026 papers, each with a reproduction of its claim."""
+
+
+@cli.command("list")
+@click.option("--family", type=click.Choice(FAMILIES), help="Only this family.")
+@click.option("--status", type=click.Choice(STATUSES), help="Only methods with this status.")
+def list_cmd(family: str | None, status: str | None) -> None:
+    """List the registered methods."""
+    from rich.table import Table
+
+    rows = [m for m in all_methods() if (family is None or m.family == family) and (status is None or m.status == status)]
+    table = Table(title=f"{len(rows)} methods")
+    for col in ("slug", "family", "method", "status", "paper", "last verdict"):
+        table.add_column(col, overflow="fold")
+    for m in rows:
+        table.add_row(m.slug, m.family, m.method, m.status, m.paper, m.last_verdict or "-")
+    _console().print(table)
+
+
+@cli.command("run")
+@click.argument("slug")
+@click.option("--scale", type=click.Choice(_SCALES), default="quick", show_default=True)
+@click.option("--seeds", type=click.IntRange(min=1), default=None, help="Number of seeds (default: the scale's).")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("runs"), show_default=True, help="Runs root.")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Processes for units.")
+@click.option("--force", is_flag=True, help="Re-run units even if an identical run stored them.")
+def run_cmd(slug: str, scale: str, seeds: int | None, out: Path, jobs: int, force: bool) -> None:
+    """Run one experiment: its method and baselines over seeds, then the verdict."""
+    _check_slug(slug)
+    _writable_dir(out, "--out")
+    from optarium.harness.runner import run_experiment
+
+    outcomes = _execute(run_experiment, slug=slug, scale=scale, seeds=seeds, out=out, jobs=jobs, force=force)
+    _print_outcomes(outcomes)
+
+
+@cli.command("suite")
+@click.option("--scale", type=click.Choice(_SCALES), default="quick", show_default=True)
+@click.option("--family", type=click.Choice(FAMILIES), default=None, help="Only this family.")
+@click.option("--seeds", type=click.IntRange(min=1), default=None, help="Number of seeds (default: each scale's).")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Processes for units [default: CPU count].")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("runs"), show_default=True, help="Runs root.")
+@click.option("--force", is_flag=True, help="Re-run units even if an identical run stored them.")
+def suite_cmd(scale: str, family: str | None, seeds: int | None, jobs: int | None, out: Path, force: bool) -> None:
+    """Run every registered experiment (of a family) at one scale, units in parallel over the cores."""
+    _writable_dir(out, "--out")
+    from optarium.harness.experiment import registered_experiments
+    from optarium.harness.runner import run_suite
+
+    if not registered_experiments(family):
+        raise click.UsageError(f"--family: no experiments registered for family {family!r} yet")
+    outcomes = _execute(
+        run_suite, scale=scale, family=family, seeds=seeds, out=out, jobs=jobs or os.cpu_count() or 1, force=force
+    )
+    _print_outcomes(outcomes)
+
+
+@cli.command("report")
+@click.option("--runs", type=click.Path(path_type=Path), default=Path("runs"), show_default=True, help="Runs root.")
+@click.option(
+    "--out", type=click.Path(path_type=Path), default=Path("runs/report.html"), show_default=True, help="HTML file."
+)
+def report_cmd(runs: Path, out: Path) -> None:
+    """Write the self-contained HTML report of the stored runs."""
+    _writable_dir(out.parent, "--out")
+    from optarium.harness.report import write_report
+
+    path = write_report(runs, out)
+    click.echo(f"wrote {path}")
+
+
+@cli.command("docs")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("docs/methods.md"), show_default=True)
+@click.option("--check", is_flag=True, help="Exit 1 if the file differs from the registry instead of writing.")
+def docs_cmd(out: Path, check: bool) -> None:
+    """Generate docs/methods.md from the registry."""
+    from optarium.harness.methods_doc import render_methods_md, write_methods_md
+
+    if check:
+        current = out.read_text(encoding="utf-8") if out.exists() else ""
+        if current != render_methods_md():
+            click.echo(f"optarium: {out} is stale; run `optarium docs`", err=True)
+            sys.exit(1)
+        click.echo(f"{out} is up to date")
+        return
+    _writable_dir(out.parent, "--out")
+    click.echo(f"wrote {write_methods_md(out)}")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point: run the CLI with one-line errors (exit 2) and a clean Ctrl-C (exit 130)."""
+    try:
+        code = cli.main(args=list(argv) if argv is not None else None, prog_name="optarium", standalone_mode=False)
+    except click.exceptions.UsageError as exc:
+        click.echo(f"optarium: error: {exc.format_message()}", err=True)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("optarium: interrupted", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("optarium: interrupted", err=True)
+        sys.exit(130)
+    except click.exceptions.ClickException as exc:
+        click.echo(f"optarium: error: {exc.format_message()}", err=True)
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+"""The static HTML report: one self-contained file (inline CSS, figures embedded as base64 PNG, no scripts).
+
+It has an index of all 51 registered methods with their status and latest verdicts, and per experiment and
+scale the latest stored run: claim, verdict rule, verdict with its deciding figures, per-method summary,
+unit statuses (with tracebacks of failures), figures, configuration and environment.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import html
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from optarium._core.registry import all_methods
+from optarium.harness.experiment import SCALES
+from optarium.harness.storage import RunDir, find_runs
+
+__all__ = ["latest_runs", "render_report", "write_report"]
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:72rem;
+color:#1d1d1f;line-height:1.45;padding:0 1rem}
+h1{margin-bottom:.2rem}h2{border-top:1px solid #ddd;padding-top:1.2rem;margin-top:2rem}
+table{border-collapse:collapse;margin:.6rem 0;font-size:.92rem}
+th,td{border:1px solid #d0d0d5;padding:.25rem .55rem;text-align:left;vertical-align:top}
+th{background:#f3f3f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.badge{display:inline-block;padding:.1rem .5rem;border-radius:.7rem;font-weight:600;font-size:.85rem}
+.reproduced{background:#d7f5dd;color:#10561f}.not-reproduced{background:#fbd9d6;color:#7a1b12}
+.inconclusive{background:#fdf0c8;color:#6b5000}.no-verdict{background:#e5e5ea;color:#333}
+.muted{color:#666}pre{background:#f6f6f8;padding:.6rem;overflow-x:auto;font-size:.82rem}
+img{max-width:100%;border:1px solid #e0e0e5;margin:.4rem 0}
+"""
+
+
+def _esc(x: Any) -> str:
+    return html.escape(str(x))
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, bool) or x is None:
+        return _esc(x)
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "nan"
+        if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e5):
+            return f"{x:.3e}"
+        return f"{x:.4f}"
+    return _esc(x)
+
+
+def _badge(outcome: str) -> str:
+    return f'<span class="badge {outcome.replace(" ", "-")}">{_esc(outcome)}</span>'
+
+
+def latest_runs(runs_root: Path | str) -> dict[tuple[str, str], RunDir]:
+    """The newest run with a verdict for each (slug, scale)."""
+    latest: dict[tuple[str, str], RunDir] = {}
+    for run in find_runs(runs_root):  # newest first
+        key = (run.path.parent.parent.name, run.path.parent.name)
+        latest.setdefault(key, run)
+    return latest
+
+
+def _index(latest: Mapping[tuple[str, str], RunDir]) -> str:
+    rows = []
+    for m in all_methods():
+        cells = []
+        for scale in ("quick", "full"):
+            run = latest.get((m.slug, scale))
+            cells.append(_badge(run.read_json("verdict.json")["outcome"]) if run else '<span class="muted">-</span>')
+        has_run = any((m.slug, s) in latest for s in SCALES)
+        name = f'<a href="#{_esc(m.slug)}">{_esc(m.slug)}</a>' if has_run else _esc(m.slug)
+        rows.append(
+            f"<tr><td>{name}</td><td>{_esc(m.family)}</td><td>{_esc(m.method)}</td>"
+            f"<td>{_esc(m.status)}</td><td>{cells[0]}</td><td>{cells[1]}</td></tr>"
+        )
+    return (
+        "<h2>All methods</h2><table><tr><th>slug</th><th>family</th><th>method</th><th>status</th>"
+        "<th>quick verdict</th><th>full verdict</th></tr>" + "".join(rows) + "</table>"
+    )
+
+
+def _kv_table(d: Mapping[str, Any]) -> str:
+    rows = "".join(f"<tr><th>{_esc(k)}</th><td class='num'>{_fmt(v)}</td></tr>" for k, v in d.items())
+    return f"<table>{rows}</table>"
+
+
+def _summary_table(summary: Mapping[str, Any]) -> str:
+    methods = summary.get("methods", {})
+    metrics = sorted({name for m in methods.values() for name in m.get("final", {})})
+    head = "".join(f"<th>{_esc(n)} (mean &plusmn; sd, n)</th>" for n in metrics)
+    rows = []
+    for method, info in methods.items():
+        units = ", ".join(f"{k}: {v}" for k, v in sorted(info.get("units", {}).items()))
+        cells = []
+        for n in metrics:
+            s = info.get("final", {}).get(n)
+            cells.append(
+                f"<td class='num'>{_fmt(s['mean'])} &plusmn; {_fmt(s['sd'])} ({s['n']})</td>" if s else "<td>-</td>"
+            )
+        rows.append(f"<tr><td>{_esc(method)}</td><td>{_esc(units)}</td>{''.join(cells)}</tr>")
+    return f"<table><tr><th>method</th><th>units</th>{head}</tr>{''.join(rows)}</table>"
+
+
+def _failures(run: RunDir) -> str:
+    bad = [u for u in run.units() if u["status"] != "done"]
+    if not bad:
+        return ""
+    items = "".join(
+        f"<details><summary>{_esc(u['method'])} seed {u['seed']}: {_esc(u['status'])}</summary>"
+        f"<pre>{_esc(u.get('error') or '')}</pre></details>"
+        for u in bad
+    )
+    return f"<h4>Units that did not finish</h4>{items}"
+
+
+def _run_section(scale: str, run: RunDir) -> str:
+    verdict = run.read_json("verdict.json") or {}
+    summary = run.read_json("summary.json") or {}
+    config = run.read_json("config.json") or {}
+    env = run.read_json("environment.json") or {}
+    figs = "".join(
+        f'<figure><img alt="{_esc(p.stem)}" src="data:image/png;base64,'
+        f'{base64.b64encode(p.read_bytes()).decode()}"><figcaption class="muted">{_esc(p.stem)}</figcaption></figure>'
+        for p in run.figure_paths()
+    )
+    return (
+        f"<h3>{_esc(scale)} scale {_badge(verdict.get('outcome', 'no verdict'))}</h3>"
+        f"<p>{_esc(verdict.get('summary', ''))}</p>"
+        f"<h4>Deciding figures</h4>{_kv_table(verdict.get('figures', {}))}"
+        f"<h4>Final values per method</h4>{_summary_table(summary)}{_failures(run)}{figs}"
+        f"<details><summary>Configuration</summary><pre>{_esc(json.dumps(config, indent=2))}</pre></details>"
+        f"<details><summary>Environment</summary><pre>{_esc(json.dumps(env, indent=2))}</pre></details>"
+        f"<p class='muted'>stored in {_esc(run.path)}</p>"
+    )
+
+
+def render_report(runs_root: Path | str = "runs") -> str:
+    """The report's HTML text for the runs stored under ``runs_root``."""
+    latest = latest_runs(runs_root)
+    sections = []
+    by_slug = {m.slug: m for m in all_methods()}
+    for slug in [m.slug for m in all_methods()]:
+        scales = [s for s in ("full", "quick", "smoke") if (slug, s) in latest]
+        if not scales:
+            continue
+        first = latest[(slug, scales[0])].read_json("verdict.json") or {}
+        info = by_slug[slug]
+        sections.append(
+            f'<h2 id="{_esc(slug)}">{_esc(slug)}: {_esc(info.title)}</h2>'
+            f"<p class='muted'>{_esc(info.paper)} &middot; family {_esc(info.family)} &middot; "
+            f"module <code>{_esc(info.module)}</code></p>"
+            f"<p><b>Claim.</b> {_esc(first.get('claim', ''))}</p>"
+            f"<p><b>Verdict rule (stated before running).</b> {_esc(first.get('rule', ''))}</p>"
+            + "".join(_run_section(s, latest[(slug, s)]) for s in scales)
+        )
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    n_impl = sum(m.status == "implemented" for m in all_methods())
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width,initial-scale=1'>"
+        f"<title>optarium report</title><style>{_CSS}</style></head><body>"
+        f"<h1>optarium report</h1><p class='muted'>generated {stamp} &middot; {len(all_methods())} methods, "
+        f"{n_impl} implemented &middot; runs from {_esc(Path(runs_root).resolve())}</p>"
+        + _index(latest)
+        + ("".join(sections) or "<p>No runs stored yet: <code>optarium run SLUG</code> makes one.</p>")
+        + "</body></html>"
+    )
+
+
+def write_report(runs_root: Path | str = "runs", out: Path | str = "runs/report.html") -> Path:
+    """Write the report to ``out`` (parents created) and return its path."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_report(runs_root), encoding="utf-8")
+    return out

@@ -1,0 +1,359 @@
+"""Run an experiment over methods x seeds at one scale, store everything, and decide the verdict.
+
+Each (method, seed) pair is a *unit*. A unit ends with one status:
+
+- ``done``: ``run`` returned;
+- ``diverged``: a logged metric was NaN or infinite (or ``run`` raised :class:`Diverged`);
+- ``error``: ``run`` raised; the traceback is stored;
+- ``timeout``: the unit ran past ``unit_timeout_s`` (checked at every ``ctx.log`` and ``ctx.check``).
+
+A crashing unit never loses the other units' records. Units run in this process (``jobs=1``) or in a pool of
+``jobs`` spawned processes with one torch thread each. Finished units are appended to the run directory as
+they finish, so Ctrl-C keeps them and a re-run reuses them.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from optarium._core.seeding import seed_everything
+from optarium._core.timing import Stopwatch
+from optarium._core.validation import check_choice, check_int
+from optarium.harness.environment import code_fingerprint, collect_environment
+from optarium.harness.experiment import SCALES, Verdict, get_experiment, registered_experiments
+from optarium.harness.storage import REUSABLE, RunDir, run_id, summarize
+
+__all__ = [
+    "DEFAULT_UNIT_TIMEOUT_S",
+    "Diverged",
+    "RunContext",
+    "RunInterrupted",
+    "RunOutcome",
+    "UnitTimeout",
+    "execute_unit",
+    "run_experiment",
+    "run_suite",
+]
+
+#: Seconds one unit may run, per scale, unless the experiment's config sets ``unit_timeout_s``.
+DEFAULT_UNIT_TIMEOUT_S: Mapping[str, float] = {"smoke": 120.0, "quick": 180.0, "full": 1800.0}
+
+
+class Diverged(RuntimeError):
+    """Raised (by ``ctx.log`` or by an experiment) when a run diverged."""
+
+
+class UnitTimeout(RuntimeError):
+    """Raised by ``ctx.check`` when a unit ran past its time limit."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run; ``run_dir`` keeps the ``kept`` units that had finished."""
+
+    def __init__(self, run_dir: Path, kept: int) -> None:
+        super().__init__(f"interrupted; {kept} finished units kept in {run_dir}")
+        self.run_dir = run_dir
+        self.kept = kept
+
+
+class RunContext:
+    """What an experiment's ``run`` reports through.
+
+    ``log(step, **metrics)`` records metrics with the training seconds so far (evaluation excluded when done
+    inside ``with ctx.evaluating():``), raises :class:`Diverged` on a non-finite metric and checks the time
+    limit.
+    """
+
+    def __init__(self, method: str, seed: int, scale: str, timeout_s: float) -> None:
+        self.method = method
+        self.seed = seed
+        self.scale = scale
+        self.records: list[dict[str, Any]] = []
+        self.stopwatch = Stopwatch()
+        self._deadline = time.monotonic() + timeout_s
+        self._timeout_s = timeout_s
+
+    def log(self, step: int, *, check_finite: bool = True, **metrics: Any) -> None:
+        """Record ``metrics`` (numbers or 0-d tensors) at ``step``."""
+        rec: dict[str, Any] = {"method": self.method, "seed": self.seed, "step": int(step)}
+        rec["seconds"] = self.stopwatch.elapsed
+        for k, v in metrics.items():
+            rec[k] = float(v)
+        self.records.append(rec)
+        if check_finite:
+            bad = [k for k, v in metrics.items() if not math.isfinite(float(v))]
+            if bad:
+                raise Diverged(f"{', '.join(bad)} not finite at step {int(step)}")
+        self.check()
+
+    def check(self) -> None:
+        """Raise :class:`UnitTimeout` if the unit ran past its time limit."""
+        if time.monotonic() > self._deadline:
+            raise UnitTimeout(f"unit ran past its limit of {self._timeout_s:.0f} s")
+
+    def evaluating(self) -> Any:
+        """Context in which time is not counted as training time."""
+        return self.stopwatch.paused()
+
+
+@contextmanager
+def _torch_threads(n: int | None) -> Iterator[None]:
+    import torch
+
+    if n is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def execute_unit(
+    slug: str, scale: str, config: Mapping[str, Any], method: str, seed: int, *, threads: int | None = 1
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Run one (method, seed) unit; return its status line and its records. Never raises but Ctrl-C."""
+    timeout = float(config.get("unit_timeout_s", DEFAULT_UNIT_TIMEOUT_S[scale]))
+    ctx = RunContext(method, seed, scale, timeout)
+    status, error = "done", None
+    wall = time.perf_counter()
+    with _torch_threads(threads):
+        try:
+            experiment = get_experiment(slug)
+            seed_everything(seed)
+            ctx.stopwatch.start()
+            experiment.run(ctx, method, seed, config)
+        except Diverged as exc:
+            status, error = "diverged", str(exc)
+        except UnitTimeout as exc:
+            status, error = "timeout", str(exc)
+        except KeyboardInterrupt:
+            raise
+        except Exception:
+            status, error = "error", traceback.format_exc()
+    seconds = ctx.stopwatch.stop()
+    attempt = uuid.uuid4().hex[:12]
+    for r in ctx.records:
+        r["status"] = status
+        r["attempt"] = attempt
+    unit = {
+        "method": method,
+        "seed": seed,
+        "status": status,
+        "seconds": seconds,
+        "wall_seconds": time.perf_counter() - wall,
+        "n_records": len(ctx.records),
+        "error": error,
+        "attempt": attempt,
+    }
+    return unit, ctx.records
+
+
+def _spawn_worker_init() -> None:
+    import signal
+
+    import torch
+
+    torch.set_num_threads(1)
+    # Ctrl-C goes to the parent, which cancels the pool; workers must not print a traceback each.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What :func:`run_experiment` returns."""
+
+    slug: str
+    scale: str
+    run_dir: Path
+    verdict: Verdict
+    summary: Mapping[str, Any]
+    units: list[dict[str, Any]] = field(default_factory=list)
+    reused: int = 0
+    claim: str = ""
+
+
+UnitCallback = Callable[[str, dict[str, Any]], None]
+
+
+def run_experiment(
+    slug: str,
+    scale: str = "quick",
+    *,
+    seeds: int | None = None,
+    out: Path | str = "runs",
+    jobs: int = 1,
+    force: bool = False,
+    on_start: Callable[[str, int], None] | None = None,
+    on_unit: UnitCallback | None = None,
+) -> RunOutcome:
+    """Run ``slug`` at ``scale`` over its methods x seeds, store the run, and return the outcome.
+
+    Args:
+        slug: a registered experiment.
+        scale: ``smoke``, ``quick`` or ``full``.
+        seeds: number of seeds (default: the scale's).
+        out: the runs root; the run goes to ``out/slug/scale/run-id``.
+        jobs: processes to run units in (1 = this process).
+        force: discard stored units of an identical earlier run instead of reusing them.
+        on_start: called with (slug, number of units still to run).
+        on_unit: called with (slug, unit status line) as each unit finishes.
+
+    Raises:
+        RunInterrupted: on Ctrl-C, after the finished units were stored.
+    """
+    check_choice("scale", scale, SCALES)
+    jobs = check_int("jobs", jobs, minimum=1)
+    experiment = get_experiment(slug)
+    config = experiment.config(scale, seeds)
+    fingerprint = code_fingerprint()
+    run = RunDir.create(out, slug, scale, run_id(fingerprint, slug, scale, config))
+    if force:
+        run.clear()
+    run.write_json("config.json", {"slug": slug, "scale": scale, "config": config, "code": fingerprint})
+    run.write_json("environment.json", collect_environment())
+
+    stored = {(u["method"], int(u["seed"])) for u in run.units() if u["status"] in REUSABLE}
+    pending = [
+        (m, s) for m in config["methods"] for s in range(config["seeds"]) if (m, s) not in stored
+    ]
+    reused = sum(1 for m in config["methods"] for s in range(config["seeds"]) if (m, s) in stored)
+    if on_start is not None:
+        on_start(slug, len(pending))
+
+    def finished(unit: dict[str, Any], records: list[dict[str, Any]]) -> None:
+        run.append_unit(unit, records)
+        if on_unit is not None:
+            on_unit(slug, unit)
+
+    try:
+        if jobs == 1 or len(pending) <= 1:
+            for m, s in pending:
+                finished(*execute_unit(slug, scale, config, m, s))
+        else:
+            _run_pool(slug, scale, config, pending, jobs, finished)
+    except KeyboardInterrupt:
+        raise RunInterrupted(run.path, len(run.units())) from None
+
+    return _conclude(experiment, run, scale, config, reused)
+
+
+def _run_pool(
+    slug: str,
+    scale: str,
+    config: Mapping[str, Any],
+    pending: list[tuple[str, int]],
+    jobs: int,
+    finished: Callable[[dict[str, Any], list[dict[str, Any]]], None],
+) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(pending)), mp_context=ctx, initializer=_spawn_worker_init)
+    futures: dict[Future[Any], tuple[str, int]] = {}
+    try:
+        for m, s in pending:
+            futures[pool.submit(execute_unit, slug, scale, config, m, s, threads=1)] = (m, s)
+        remaining = set(futures)
+        while remaining:
+            done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
+            for fut in done:
+                m, s = futures[fut]
+                try:
+                    unit, records = fut.result()
+                except Exception:  # the worker process itself died
+                    unit = {
+                        "method": m, "seed": s, "status": "error", "seconds": 0.0, "wall_seconds": 0.0,
+                        "n_records": 0, "error": traceback.format_exc(), "attempt": uuid.uuid4().hex[:12],
+                    }
+                    records = []
+                finished(unit, records)
+    except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            proc.terminate()
+        raise
+    pool.shutdown(wait=True)
+
+
+def _conclude(experiment: Any, run: RunDir, scale: str, config: Mapping[str, Any], reused: int) -> RunOutcome:
+    units = run.units()
+    records = run.records()
+    summary = summarize(records, units, config["methods"])
+    try:
+        verdict = experiment.decide(records, config)
+    except Exception as exc:
+        verdict = Verdict("inconclusive", summary=f"the verdict could not be computed: {exc!r}")
+    if scale == "smoke":
+        verdict = Verdict(
+            "no verdict",
+            figures=verdict.figures,
+            summary=f"smoke runs never claim a verdict (the rule on these records gives: {verdict.outcome})",
+        )
+    figure_errors = _save_figures(experiment, run, records, config)
+    summary = {"methods": summary, "figure_errors": figure_errors}
+    run.write_json("summary.json", summary)
+    run.write_json(
+        "verdict.json",
+        {**verdict.to_json(), "claim": experiment.claim, "rule": experiment.rule, "scale": scale},
+    )
+    return RunOutcome(
+        slug=experiment.slug,
+        scale=scale,
+        run_dir=run.path,
+        verdict=verdict,
+        summary=summary,
+        units=units,
+        reused=reused,
+        claim=experiment.claim,
+    )
+
+
+def _save_figures(experiment: Any, run: RunDir, records: list[dict[str, Any]], config: Mapping[str, Any]) -> list[str]:
+    if experiment.plot is None:
+        return []
+    errors: list[str] = []
+    try:
+        figures = experiment.plot(records, config)
+    except Exception as exc:
+        return [f"plot failed: {exc!r}"]
+    fig_dir = run.path / "figures"
+    fig_dir.mkdir(exist_ok=True)
+    for name, fig in figures.items():
+        try:
+            fig.savefig(fig_dir / f"{name}.png", dpi=110, bbox_inches="tight")
+        except Exception as exc:
+            errors.append(f"{name}: {exc!r}")
+    return errors
+
+
+def run_suite(
+    scale: str = "quick",
+    *,
+    family: str | None = None,
+    seeds: int | None = None,
+    out: Path | str = "runs",
+    jobs: int = 1,
+    force: bool = False,
+    on_start: Callable[[str, int], None] | None = None,
+    on_unit: UnitCallback | None = None,
+) -> list[RunOutcome]:
+    """Run every registered experiment (of ``family``, if given) at ``scale``; units in ``jobs`` processes."""
+    outcomes = []
+    for slug in registered_experiments(family):
+        outcomes.append(
+            run_experiment(
+                slug, scale, seeds=seeds, out=out, jobs=jobs, force=force, on_start=on_start, on_unit=on_unit
+            )
+        )
+    return outcomes

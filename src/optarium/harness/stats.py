@@ -1,0 +1,102 @@
+"""Statistics that verdicts are computed from: paired-seed effects and their standard errors."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from optarium._core.validation import check_choice, check_positive
+
+__all__ = ["PairedEffect", "mean_sd", "paired_effect", "records_final"]
+
+
+def mean_sd(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof = 1; NaN for fewer than two values)."""
+    n = len(values)
+    if n == 0:
+        return math.nan, math.nan
+    m = math.fsum(values) / n
+    if n < 2:
+        return m, math.nan
+    var = math.fsum((v - m) ** 2 for v in values) / (n - 1)
+    return m, math.sqrt(var)
+
+
+@dataclass(frozen=True)
+class PairedEffect:
+    """A paired comparison over seeds: ``gap_s = baseline_s - method_s`` (or the reverse, see ``better``).
+
+    A positive gap means the method did better in the claimed direction.
+    """
+
+    n: int
+    mean: float
+    se: float
+    gaps: tuple[float, ...]
+    seeds: tuple[int, ...]
+
+    @property
+    def t(self) -> float:
+        """mean / SE (NaN when SE is zero or undefined)."""
+        if self.n < 2 or not self.se > 0:
+            return math.nan
+        return self.mean / self.se
+
+    def outcome(self, k: float = 2.0) -> str:
+        """``reproduced`` if mean > k SE, ``not reproduced`` if mean < -k SE, else ``inconclusive``.
+
+        Fewer than two pairs, or an undefined SE, is inconclusive: a sign alone decides nothing.
+        """
+        k = check_positive("k", k)
+        if self.n < 2 or not math.isfinite(self.se):
+            return "inconclusive"
+        if self.mean > k * self.se:
+            return "reproduced"
+        if self.mean < -k * self.se:
+            return "not reproduced"
+        return "inconclusive"
+
+    def figures(self, prefix: str = "") -> dict[str, Any]:
+        """The deciding figures as a flat dict."""
+        return {
+            f"{prefix}mean_gap": self.mean,
+            f"{prefix}se": self.se,
+            f"{prefix}t": self.t,
+            f"{prefix}n_pairs": self.n,
+        }
+
+
+def paired_effect(
+    method: Mapping[int, float], baseline: Mapping[int, float], *, better: str = "lower"
+) -> PairedEffect:
+    """Paired effect of ``method`` against ``baseline`` over the seeds both have.
+
+    Args:
+        method, baseline: seed -> final metric.
+        better: ``"lower"`` (gap = baseline - method) or ``"higher"`` (gap = method - baseline).
+    """
+    check_choice("better", better, ("lower", "higher"))
+    seeds = tuple(sorted(set(method) & set(baseline)))
+    sign = 1.0 if better == "lower" else -1.0
+    gaps = tuple(sign * (float(baseline[s]) - float(method[s])) for s in seeds)
+    m, sd = mean_sd(gaps)
+    se = sd / math.sqrt(len(gaps)) if len(gaps) >= 2 else math.nan
+    return PairedEffect(n=len(gaps), mean=m, se=se, gaps=gaps, seeds=seeds)
+
+
+def records_final(records: Sequence[Mapping[str, Any]], metric: str, method: str) -> dict[int, float]:
+    """seed -> the value of ``metric`` at the largest step recorded for ``method``.
+
+    Only records of units whose ``status`` is ``"done"`` count (diverged, failed or timed-out units have no
+    final value).
+    """
+    best: dict[int, tuple[int, float]] = {}
+    for r in records:
+        if r.get("method") != method or metric not in r or r.get("status", "done") != "done":
+            continue
+        seed, step = int(r["seed"]), int(r["step"])
+        if seed not in best or step >= best[seed][0]:
+            best[seed] = (step, float(r[metric]))
+    return {s: v for s, (_, v) in best.items()}

@@ -1,0 +1,179 @@
+"""Run storage: ``runs/<slug>/<scale>/<run-id>/`` with config, records, units, summary, environment, verdict
+and figures.
+
+Files of a run directory:
+
+- ``config.json``: slug, scale, the configuration, the code fingerprint.
+- ``environment.json``: see :func:`optarium.harness.environment.collect_environment`.
+- ``records.jsonl``: one JSON object per logged step (method, seed, step, seconds, status, metrics).
+- ``units.jsonl``: one JSON object per finished (method, seed) unit: status, seconds, error traceback.
+- ``summary.json``: per method and metric, mean, sd, min, max and n over seeds of the final values.
+- ``verdict.json``: the verdict with its deciding figures.
+- ``figures/*.png``.
+
+The run id is a hash of the code fingerprint, slug, scale and configuration, so a re-run with identical
+code and configuration finds the stored units and reuses them. Records are appended one finished unit at a
+time, so an interrupted run keeps what it finished.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from optarium.harness.stats import mean_sd
+
+__all__ = [
+    "RunDir",
+    "find_runs",
+    "run_id",
+    "summarize",
+]
+
+#: Unit statuses that are final: such units are reused by a re-run.
+REUSABLE = ("done", "diverged")
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "item"):
+        return obj.item()
+    if isinstance(obj, (set, tuple)):
+        return list(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def _dumps(obj: Any, **kw: Any) -> str:
+    return json.dumps(obj, default=_json_default, allow_nan=True, **kw)
+
+
+def run_id(fingerprint: str, slug: str, scale: str, config: Mapping[str, Any]) -> str:
+    """A 12-hex-digit id for (code, slug, scale, config)."""
+    text = _dumps({"code": fingerprint, "slug": slug, "scale": scale, "config": config}, sort_keys=True)
+    return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """One run directory and its files."""
+
+    path: Path
+
+    @classmethod
+    def create(cls, root: Path | str, slug: str, scale: str, rid: str) -> RunDir:
+        """Make ``root/slug/scale/rid`` (parents included)."""
+        path = Path(root) / slug / scale / rid
+        path.mkdir(parents=True, exist_ok=True)
+        return cls(path)
+
+    def clear(self) -> None:
+        """Remove everything stored in this run (used by ``--force``)."""
+        shutil.rmtree(self.path, ignore_errors=True)
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    def write_json(self, name: str, obj: Any) -> None:
+        """Write ``name`` atomically (temporary file then rename)."""
+        tmp = self.path / f".{name}.tmp"
+        tmp.write_text(_dumps(obj, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, self.path / name)
+
+    def read_json(self, name: str) -> Any:
+        """Read ``name``; ``None`` if it does not exist."""
+        f = self.path / name
+        return json.loads(f.read_text()) if f.exists() else None
+
+    def append_unit(self, unit: Mapping[str, Any], records: Iterable[Mapping[str, Any]]) -> None:
+        """Append one finished unit's records, then its status line (so a status implies its records)."""
+        with open(self.path / "records.jsonl", "a") as f:
+            for r in records:
+                f.write(_dumps(r) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        with open(self.path / "units.jsonl", "a") as f:
+            f.write(_dumps(unit) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def _read_lines(self, name: str) -> list[dict[str, Any]]:
+        f = self.path / name
+        if not f.exists():
+            return []
+        out = []
+        for line in f.read_text().splitlines():
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError:  # a line cut short by a kill: ignore it
+                    continue
+        return out
+
+    def units(self) -> list[dict[str, Any]]:
+        """The last status line of every unit (a re-run unit supersedes an earlier failure)."""
+        latest: dict[tuple[str, int], dict[str, Any]] = {}
+        for u in self._read_lines("units.jsonl"):
+            latest[(u["method"], int(u["seed"]))] = u
+        return list(latest.values())
+
+    def records(self) -> list[dict[str, Any]]:
+        """Records of the units in :meth:`units`, each from the attempt that gave the unit its status."""
+        attempts = {(u["method"], int(u["seed"])): u.get("attempt") for u in self.units()}
+        return [
+            r
+            for r in self._read_lines("records.jsonl")
+            if attempts.get((r["method"], int(r["seed"])), object()) == r.get("attempt")
+        ]
+
+    def figure_paths(self) -> list[Path]:
+        """The PNG figures of this run, sorted by name."""
+        d = self.path / "figures"
+        return sorted(d.glob("*.png")) if d.exists() else []
+
+
+def summarize(
+    records: Sequence[Mapping[str, Any]], units: Sequence[Mapping[str, Any]], methods: Sequence[str]
+) -> dict[str, Any]:
+    """Per method: unit status counts, and per metric the mean, sd, min, max and n over seeds of final values.
+
+    The final value of a (method, seed) unit is its record with the largest step. Training seconds are
+    summarised the same way.
+    """
+    out: dict[str, Any] = {}
+    for m in methods:
+        finals: dict[int, Mapping[str, Any]] = {}
+        for r in records:
+            if r["method"] == m and r.get("status") == "done":
+                s = int(r["seed"])
+                if s not in finals or int(r["step"]) >= int(finals[s]["step"]):
+                    finals[s] = r
+        statuses: dict[str, int] = {}
+        for u in units:
+            if u["method"] == m:
+                statuses[u["status"]] = statuses.get(u["status"], 0) + 1
+        metrics: dict[str, Any] = {}
+        names = sorted({k for r in finals.values() for k in r} - {"method", "seed", "step", "status", "attempt"})
+        for name in names:
+            vals = [float(r[name]) for r in finals.values() if isinstance(r.get(name), (int, float))]
+            vals = [v for v in vals if not math.isnan(v)]
+            if not vals:
+                continue
+            mu, sd = mean_sd(vals)
+            metrics[name] = {"mean": mu, "sd": sd, "min": min(vals), "max": max(vals), "n": len(vals)}
+        out[m] = {"units": statuses, "final": metrics}
+    return out
+
+
+def find_runs(root: Path | str) -> list[RunDir]:
+    """Every run directory under ``root`` that has a verdict, newest first."""
+    root = Path(root)
+    if not root.exists():
+        return []
+    found = [RunDir(p.parent) for p in root.glob("*/*/*/verdict.json")]
+    return sorted(found, key=lambda r: (r.path / "verdict.json").stat().st_mtime, reverse=True)

@@ -1,0 +1,257 @@
+r"""GradPower: feed ``sign(g) * |g|^p`` to any torch optimizer (AdamWPower, MuonPower, ...).
+
+Reference: Mingze Wang, Jinbo Wang, Jiaqi Zhang, Peng Pei, Wei Wang, Xunliang Cai, Weinan E, Lei Wu,
+"GradPower: Powering Gradients for Faster Language Model Pre-Training", ICML 2026, arXiv:2505.24275.
+
+Update rule. For every parameter with gradient :math:`g_t`, GradPower replaces the gradient by
+
+.. math::  \tilde g_t = \varphi_p(g_t) = \operatorname{sign}(g_t)\odot|g_t|^{p}
+
+and calls the *unchanged* base optimizer with its *unchanged* hyperparameters. With AdamW as the base
+(AdamWPower):
+
+.. math::
+    m_t = \beta_1 m_{t-1} + (1-\beta_1)\tilde g_t,\quad
+    v_t = \beta_2 v_{t-1} + (1-\beta_2)\tilde g_t^{2},\quad
+    \theta_t = \theta_{t-1} - \eta_t\Big(\frac{m_t/(1-\beta_1^t)}{\sqrt{v_t/(1-\beta_2^t)}+\epsilon}
+    + \lambda\theta_{t-1}\Big).
+
+``p = 1`` is the identity (bit-for-bit the base optimizer). Adam-type bases with :math:`\epsilon\to 0` stay
+invariant to rescaling the loss (the gradient scales by :math:`c^p`); SGD does not.
+
+Design (where the paper is silent; see the module's tests for the checks):
+
+- The wrapper subclasses ``torch.optim.Optimizer`` so LR schedulers accept it, and *shares* the base's
+  ``param_groups`` and ``state`` (properties that read the base; no copies), so a scheduler, ``GradScaler``
+  and clipping utilities act on the base.
+- Inside ``step`` the transformed gradients are swapped into ``param.grad`` for the base's step and the raw
+  gradients are put back afterwards, so logging and gradient-norm metrics see raw gradients. Clipping, if any,
+  therefore acts on raw gradients before the transform (the user's ``clip_grad_norm_`` then ``step``).
+- ``GradScaler`` unscales before it calls ``step``, so the transform sees unscaled gradients, as it must
+  (scaled gradients would be multiplied by :math:`S^p`).
+- Each param group may carry its own ``"p"``; groups without one get the wrapper's ``p``. ``p`` travels in
+  ``state_dict`` with the group.
+- A ``closure`` is evaluated once (under ``torch.enable_grad()``) before the transform; the base is then
+  stepped without a closure, so bases that must re-evaluate the loss (LBFGS) are not supported.
+- Default ``p = 1.2``: the paper's own default could not be read (only its abstract was reachable); 1.2 is
+  the value a public write-up of AdamPower uses as its example. Sweep p for your problem.
+
+MuonPower is ``GradPower(Muon(...), p)``: the transform acts on the raw gradient before Muon's momentum (the
+"no change to the base optimizer" reading of the paper).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+from torch.optim import Optimizer
+
+from optarium._core.validation import (
+    check_betas,
+    check_nonnegative,
+    check_positive,
+    check_type,
+)
+from optarium.optim.functional import foreach_sign_power, sign_power
+
+__all__ = ["AdamWPower", "GradPower"]
+
+
+def _check_p(p: Any, name: str = "p") -> float:
+    return check_positive(name, p)
+
+
+class GradPower(Optimizer):
+    """Wrap ``base`` so that every step sees ``sign(g) * |g| ** p`` instead of ``g``.
+
+    Args:
+        base: any ``torch.optim.Optimizer`` (AdamW, SGD, Muon, ...). It is wrapped, not copied: the wrapper's
+            ``param_groups`` and ``state`` are the base's.
+        p: the power, finite and > 0 (default 1.2). A param group's own ``"p"`` overrides it.
+        foreach: use ``torch._foreach_*`` kernels for the transform (default ``None``: yes). ``False`` takes
+            the per-tensor path; both give identical results.
+
+    Example:
+        >>> import torch
+        >>> model = torch.nn.Linear(4, 2)
+        >>> opt = GradPower(torch.optim.AdamW(model.parameters(), lr=3e-3), p=1.2)
+        >>> model(torch.randn(8, 4)).square().mean().backward()
+        >>> opt.step()
+    """
+
+    def __init__(self, base: Optimizer, p: float = 1.2, *, foreach: bool | None = None) -> None:
+        check_type("base", base, Optimizer)
+        p = _check_p(p)
+        if foreach is not None:
+            check_type("foreach", foreach, bool)
+        self._base = base
+        self.foreach = foreach
+        for i, group in enumerate(base.param_groups):
+            group["p"] = _check_p(group.get("p", p), f"param_groups[{i}]['p']")
+        base.defaults.setdefault("p", p)
+        self._optimizer_step_pre_hooks = OrderedDict()
+        self._optimizer_step_post_hooks = OrderedDict()
+        self._optimizer_state_dict_pre_hooks = OrderedDict()
+        self._optimizer_state_dict_post_hooks = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks = OrderedDict()
+        self._patch_step_function()
+
+    # The wrapper owns no groups or state of its own: both are the base's, read through on every access, so
+    # they stay shared even after the base's load_state_dict replaces its lists.
+    @property
+    def base(self) -> Optimizer:
+        """The wrapped optimizer."""
+        return self._base
+
+    @property
+    def defaults(self) -> dict[str, Any]:  # type: ignore[override]
+        """The base's defaults (with ``"p"`` added)."""
+        return self._base.defaults
+
+    @defaults.setter
+    def defaults(self, value: dict[str, Any]) -> None:
+        self._base.defaults = value
+
+    @property
+    def param_groups(self) -> list[dict[str, Any]]:  # type: ignore[override]
+        """The base's param groups (shared, not copied); each carries ``"p"``."""
+        return self._base.param_groups
+
+    @param_groups.setter
+    def param_groups(self, value: list[dict[str, Any]]) -> None:
+        self._base.param_groups = value
+
+    @property
+    def state(self) -> Any:  # type: ignore[override]
+        """The base's per-parameter state (shared)."""
+        return self._base.state
+
+    @state.setter
+    def state(self, value: Any) -> None:
+        self._base.state = value
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group to the base; it gets the default ``p`` unless it carries its own."""
+        group = dict(param_group)
+        group["p"] = _check_p(group.get("p", self.defaults["p"]), "param_group['p']")
+        self._base.add_param_group(group)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The base's ``state_dict`` (param groups include ``p``)."""
+        return self._base.state_dict()
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load into the base; every loaded group must carry a valid ``p``."""
+        for i, group in enumerate(state_dict["param_groups"]):
+            _check_p(group.get("p", self.defaults["p"]), f"param_groups[{i}]['p']")
+        self._base.load_state_dict(state_dict)
+        for group in self._base.param_groups:
+            group.setdefault("p", self.defaults["p"])
+
+    def __getstate__(self) -> dict[str, Any]:
+        return self.__dict__
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._base!r})"
+
+    @torch.no_grad()
+    def _transform(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Swap transformed gradients into ``param.grad``; return (param, raw grad) pairs to restore."""
+        swapped: list[tuple[torch.Tensor, torch.Tensor]] = []
+        for group in self._base.param_groups:
+            params = [q for q in group["params"] if q.grad is not None]
+            if not params:
+                continue
+            grads = [q.grad for q in params]
+            if any(g.is_sparse for g in grads):
+                raise ValueError("grad: GradPower does not support sparse gradients")
+            p = group["p"]
+            if self.foreach is False:
+                new = [sign_power(g, p) for g in grads]
+            else:
+                new = foreach_sign_power(grads, p)
+            for q, g, n in zip(params, grads, new, strict=True):
+                q.grad = n
+                swapped.append((q, g))
+        return swapped
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:  # type: ignore[override]
+        """Evaluate ``closure`` (if given), transform the gradients, step the base, restore raw gradients.
+
+        Returns the closure's loss, or ``None``.
+        """
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        swapped = self._transform()
+        try:
+            self._base.step()
+        finally:
+            for q, g in swapped:
+                q.grad = g
+        return loss
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Zero (or drop) the gradients of the base's parameters."""
+        self._base.zero_grad(set_to_none=set_to_none)
+
+
+class AdamWPower(GradPower):
+    r"""AdamW fed with :math:`\operatorname{sign}(g)|g|^p`: ``GradPower(torch.optim.AdamW(...), p)``.
+
+    Arguments are ``torch.optim.AdamW``'s with the same defaults, plus ``p`` (default 1.2). The wrapped
+    ``torch.optim.AdamW`` is available as :attr:`base`.
+
+    Example:
+        >>> import torch
+        >>> model = torch.nn.Linear(4, 2)
+        >>> opt = AdamWPower(model.parameters(), lr=3e-3, betas=(0.9, 0.95), weight_decay=0.1, p=1.2)
+    """
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+        amsgrad: bool = False,
+        *,
+        p: float = 1.2,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+    ) -> None:
+        if isinstance(lr, torch.Tensor):
+            check_positive("lr", float(lr))
+        else:
+            check_positive("lr", lr)
+        betas = check_betas("betas", betas)
+        check_nonnegative("eps", eps)
+        check_nonnegative("weight_decay", weight_decay)
+        for name, flag in (("amsgrad", amsgrad), ("maximize", maximize)):
+            check_type(name, flag, bool)
+        base = torch.optim.AdamW(
+            params,
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+            amsgrad=amsgrad,
+            maximize=maximize,
+            foreach=foreach,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
+        )
+        super().__init__(base, p=p, foreach=foreach)
