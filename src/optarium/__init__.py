@@ -1,4 +1,4 @@
-"""optarium: optimization methods of 51 ICML 2026 papers, PyTorch first, each with a reproduction of its claim.
+"""optarium: optimization methods of 51 ICML 2026 papers, PyTorch first, each reproducing its paper's claim.
 
 ``import optarium`` is cheap: families load on first attribute access (``optarium.optim``), so heavy optional
 libraries are only imported by the code that needs them.

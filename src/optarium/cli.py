@@ -26,7 +26,10 @@ _SCALES = ("smoke", "quick", "full")
 def _console() -> Any:
     from rich.console import Console
 
-    return Console()
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(width=140)  # logs and CI: do not squeeze tables into 80 columns
+    return console
 
 
 def _writable_dir(path: Path, option: str) -> Path:
@@ -65,7 +68,7 @@ def _print_outcomes(outcomes: Sequence[Any]) -> None:
 
     table = Table(title="optarium results", show_lines=True)
     for col in ("slug", "scale", "claim", "verdict", "deciding figures", "units"):
-        table.add_column(col, overflow="fold")
+        table.add_column(col, overflow="fold", ratio={"claim": 3, "deciding figures": 3}.get(col, 1))
     for o in outcomes:
         done = sum(u["status"] == "done" for u in o.units)
         style = _STYLE.get(o.verdict.outcome, "")
@@ -74,7 +77,7 @@ def _print_outcomes(outcomes: Sequence[Any]) -> None:
             o.scale,
             o.claim,
             f"[{style}]{o.verdict.outcome}[/]",
-            _figures_text(dict(o.verdict.figures)) + (f"\n{o.verdict.summary}" if o.verdict.summary else ""),
+            o.verdict.summary or _figures_text(dict(o.verdict.figures)),
             f"{done}/{len(o.units)} done" + (f"\n({o.reused} reused)" if o.reused else ""),
         )
     _console().print(table)
@@ -105,7 +108,9 @@ def _execute(runner: Any, **kwargs: Any) -> list[Any]:
         def on_unit(slug: str, unit: dict[str, Any]) -> None:
             progress.update(task, advance=1, description=f"{slug}: {unit['method']} seed {unit['seed']}")
             if unit["status"] != "done":
-                progress.console.print(f"[yellow]{slug}: {unit['method']} seed {unit['seed']}: {unit['status']}[/]")
+                progress.console.print(
+                    f"[yellow]{slug}: {unit['method']} seed {unit['seed']}: {unit['status']}[/]"
+                )
 
         try:
             result = runner(on_start=on_start, on_unit=on_unit, **kwargs)
@@ -129,7 +134,11 @@ def list_cmd(family: str | None, status: str | None) -> None:
     """List the registered methods."""
     from rich.table import Table
 
-    rows = [m for m in all_methods() if (family is None or m.family == family) and (status is None or m.status == status)]
+    rows = [
+        m
+        for m in all_methods()
+        if (family is None or m.family == family) and (status is None or m.status == status)
+    ]
     table = Table(title=f"{len(rows)} methods")
     for col in ("slug", "family", "method", "status", "paper", "last verdict"):
         table.add_column(col, overflow="fold")
@@ -141,8 +150,12 @@ def list_cmd(family: str | None, status: str | None) -> None:
 @cli.command("run")
 @click.argument("slug")
 @click.option("--scale", type=click.Choice(_SCALES), default="quick", show_default=True)
-@click.option("--seeds", type=click.IntRange(min=1), default=None, help="Number of seeds (default: the scale's).")
-@click.option("--out", type=click.Path(path_type=Path), default=Path("runs"), show_default=True, help="Runs root.")
+@click.option(
+    "--seeds", type=click.IntRange(min=1), default=None, help="Number of seeds (default: the scale's)."
+)
+@click.option(
+    "--out", type=click.Path(path_type=Path), default=Path("runs"), show_default=True, help="Runs root."
+)
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Processes for units.")
 @click.option("--force", is_flag=True, help="Re-run units even if an identical run stored them.")
 def run_cmd(slug: str, scale: str, seeds: int | None, out: Path, jobs: int, force: bool) -> None:
@@ -158,11 +171,19 @@ def run_cmd(slug: str, scale: str, seeds: int | None, out: Path, jobs: int, forc
 @cli.command("suite")
 @click.option("--scale", type=click.Choice(_SCALES), default="quick", show_default=True)
 @click.option("--family", type=click.Choice(FAMILIES), default=None, help="Only this family.")
-@click.option("--seeds", type=click.IntRange(min=1), default=None, help="Number of seeds (default: each scale's).")
-@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Processes for units [default: CPU count].")
-@click.option("--out", type=click.Path(path_type=Path), default=Path("runs"), show_default=True, help="Runs root.")
+@click.option(
+    "--seeds", type=click.IntRange(min=1), default=None, help="Number of seeds (default: each scale's)."
+)
+@click.option(
+    "--jobs", type=click.IntRange(min=1), default=None, help="Processes for units [default: CPU count]."
+)
+@click.option(
+    "--out", type=click.Path(path_type=Path), default=Path("runs"), show_default=True, help="Runs root."
+)
 @click.option("--force", is_flag=True, help="Re-run units even if an identical run stored them.")
-def suite_cmd(scale: str, family: str | None, seeds: int | None, jobs: int | None, out: Path, force: bool) -> None:
+def suite_cmd(
+    scale: str, family: str | None, seeds: int | None, jobs: int | None, out: Path, force: bool
+) -> None:
     """Run every registered experiment (of a family) at one scale, units in parallel over the cores."""
     _writable_dir(out, "--out")
     from optarium.harness.experiment import registered_experiments
@@ -171,15 +192,27 @@ def suite_cmd(scale: str, family: str | None, seeds: int | None, jobs: int | Non
     if not registered_experiments(family):
         raise click.UsageError(f"--family: no experiments registered for family {family!r} yet")
     outcomes = _execute(
-        run_suite, scale=scale, family=family, seeds=seeds, out=out, jobs=jobs or os.cpu_count() or 1, force=force
+        run_suite,
+        scale=scale,
+        family=family,
+        seeds=seeds,
+        out=out,
+        jobs=jobs or os.cpu_count() or 1,
+        force=force,
     )
     _print_outcomes(outcomes)
 
 
 @cli.command("report")
-@click.option("--runs", type=click.Path(path_type=Path), default=Path("runs"), show_default=True, help="Runs root.")
 @click.option(
-    "--out", type=click.Path(path_type=Path), default=Path("runs/report.html"), show_default=True, help="HTML file."
+    "--runs", type=click.Path(path_type=Path), default=Path("runs"), show_default=True, help="Runs root."
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("runs/report.html"),
+    show_default=True,
+    help="HTML file.",
 )
 def report_cmd(runs: Path, out: Path) -> None:
     """Write the self-contained HTML report of the stored runs."""
@@ -192,7 +225,9 @@ def report_cmd(runs: Path, out: Path) -> None:
 
 @cli.command("docs")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("docs/methods.md"), show_default=True)
-@click.option("--check", is_flag=True, help="Exit 1 if the file differs from the registry instead of writing.")
+@click.option(
+    "--check", is_flag=True, help="Exit 1 if the file differs from the registry instead of writing."
+)
 def docs_cmd(out: Path, check: bool) -> None:
     """Generate docs/methods.md from the registry."""
     from optarium.harness.methods_doc import render_methods_md, write_methods_md
@@ -211,7 +246,9 @@ def docs_cmd(out: Path, check: bool) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: run the CLI with one-line errors (exit 2) and a clean Ctrl-C (exit 130)."""
     try:
-        code = cli.main(args=list(argv) if argv is not None else None, prog_name="optarium", standalone_mode=False)
+        code = cli.main(
+            args=list(argv) if argv is not None else None, prog_name="optarium", standalone_mode=False
+        )
     except click.exceptions.UsageError as exc:
         click.echo(f"optarium: error: {exc.format_message()}", err=True)
         sys.exit(2)

@@ -61,9 +61,7 @@ class Trace:
 
     def as_rows(self) -> list[dict[str, float]]:
         """The trace as a list of ``{"step": ..., metric: value}`` dicts."""
-        return [
-            {"step": s, **{n: v[i] for n, v in self.metrics.items()}} for i, s in enumerate(self.steps)
-        ]
+        return [{"step": s, **{n: v[i] for n, v in self.metrics.items()}} for i, s in enumerate(self.steps)]
 
 
 @dataclass(frozen=True)

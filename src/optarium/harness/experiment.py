@@ -145,7 +145,5 @@ def registered_experiments(family: str | None = None) -> list[str]:
     from optarium._core.registry import all_methods
 
     return [
-        m.slug
-        for m in all_methods()
-        if m.experiment is not None and (family is None or m.family == family)
+        m.slug for m in all_methods() if m.experiment is not None and (family is None or m.family == family)
     ]

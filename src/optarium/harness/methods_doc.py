@@ -1,4 +1,4 @@
-"""``docs/methods.md``, generated from the registry (``optarium docs``; ``optarium docs --check`` for staleness)."""
+"""``docs/methods.md``, generated from the registry by ``optarium docs`` (``--check``: is it stale?)."""
 
 from __future__ import annotations
 
@@ -20,11 +20,12 @@ def render_methods_md() -> str:
     lines = [
         "# Methods",
         "",
-        "Generated from the registry (`src/optarium/_core/_methods.py`) by `optarium docs`; do not edit by hand.",
+        "Generated from the registry (`src/optarium/_core/_methods.py`) by `optarium docs`; "
+        "do not edit by hand.",
         "",
         f"{len(methods)} methods: {counts['implemented']} implemented, {counts['planned']} planned, "
-        f"{counts['blocked']} blocked. `optarium run SLUG` reproduces a method's claim; `optarium list` shows "
-        "this table in the terminal.",
+        f"{counts['blocked']} blocked. `optarium run SLUG` reproduces a method's claim; "
+        "`optarium list` shows this table in the terminal.",
         "",
     ]
     for family in FAMILIES:

@@ -74,7 +74,9 @@ def _index(latest: Mapping[tuple[str, str], RunDir]) -> str:
         cells = []
         for scale in ("quick", "full"):
             run = latest.get((m.slug, scale))
-            cells.append(_badge(run.read_json("verdict.json")["outcome"]) if run else '<span class="muted">-</span>')
+            cells.append(
+                _badge(run.read_json("verdict.json")["outcome"]) if run else '<span class="muted">-</span>'
+            )
         has_run = any((m.slug, s) in latest for s in SCALES)
         name = f'<a href="#{_esc(m.slug)}">{_esc(m.slug)}</a>' if has_run else _esc(m.slug)
         rows.append(
@@ -103,7 +105,9 @@ def _summary_table(summary: Mapping[str, Any]) -> str:
         for n in metrics:
             s = info.get("final", {}).get(n)
             cells.append(
-                f"<td class='num'>{_fmt(s['mean'])} &plusmn; {_fmt(s['sd'])} ({s['n']})</td>" if s else "<td>-</td>"
+                f"<td class='num'>{_fmt(s['mean'])} &plusmn; {_fmt(s['sd'])} ({s['n']})</td>"
+                if s
+                else "<td>-</td>"
             )
         rows.append(f"<tr><td>{_esc(method)}</td><td>{_esc(units)}</td>{''.join(cells)}</tr>")
     return f"<table><tr><th>method</th><th>units</th>{head}</tr>{''.join(rows)}</table>"
@@ -128,7 +132,8 @@ def _run_section(scale: str, run: RunDir) -> str:
     env = run.read_json("environment.json") or {}
     figs = "".join(
         f'<figure><img alt="{_esc(p.stem)}" src="data:image/png;base64,'
-        f'{base64.b64encode(p.read_bytes()).decode()}"><figcaption class="muted">{_esc(p.stem)}</figcaption></figure>'
+        f'{base64.b64encode(p.read_bytes()).decode()}">'
+        f'<figcaption class="muted">{_esc(p.stem)}</figcaption></figure>'
         for p in run.figure_paths()
     )
     return (

@@ -226,9 +226,7 @@ def run_experiment(
     run.write_json("environment.json", collect_environment())
 
     stored = {(u["method"], int(u["seed"])) for u in run.units() if u["status"] in REUSABLE}
-    pending = [
-        (m, s) for m in config["methods"] for s in range(config["seeds"]) if (m, s) not in stored
-    ]
+    pending = [(m, s) for m in config["methods"] for s in range(config["seeds"]) if (m, s) not in stored]
     reused = sum(1 for m in config["methods"] for s in range(config["seeds"]) if (m, s) in stored)
     if on_start is not None:
         on_start(slug, len(pending))
@@ -259,7 +257,9 @@ def _run_pool(
     finished: Callable[[dict[str, Any], list[dict[str, Any]]], None],
 ) -> None:
     ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(pending)), mp_context=ctx, initializer=_spawn_worker_init)
+    pool = ProcessPoolExecutor(
+        max_workers=min(jobs, len(pending)), mp_context=ctx, initializer=_spawn_worker_init
+    )
     futures: dict[Future[Any], tuple[str, int]] = {}
     try:
         for m, s in pending:
@@ -273,8 +273,14 @@ def _run_pool(
                     unit, records = fut.result()
                 except Exception:  # the worker process itself died
                     unit = {
-                        "method": m, "seed": s, "status": "error", "seconds": 0.0, "wall_seconds": 0.0,
-                        "n_records": 0, "error": traceback.format_exc(), "attempt": uuid.uuid4().hex[:12],
+                        "method": m,
+                        "seed": s,
+                        "status": "error",
+                        "seconds": 0.0,
+                        "wall_seconds": 0.0,
+                        "n_records": 0,
+                        "error": traceback.format_exc(),
+                        "attempt": uuid.uuid4().hex[:12],
                     }
                     records = []
                 finished(unit, records)
@@ -319,7 +325,9 @@ def _conclude(experiment: Any, run: RunDir, scale: str, config: Mapping[str, Any
     )
 
 
-def _save_figures(experiment: Any, run: RunDir, records: list[dict[str, Any]], config: Mapping[str, Any]) -> list[str]:
+def _save_figures(
+    experiment: Any, run: RunDir, records: list[dict[str, Any]], config: Mapping[str, Any]
+) -> list[str]:
     if experiment.plot is None:
         return []
     errors: list[str] = []

@@ -158,7 +158,9 @@ def summarize(
             if u["method"] == m:
                 statuses[u["status"]] = statuses.get(u["status"], 0) + 1
         metrics: dict[str, Any] = {}
-        names = sorted({k for r in finals.values() for k in r} - {"method", "seed", "step", "status", "attempt"})
+        names = sorted(
+            {k for r in finals.values() for k in r} - {"method", "seed", "step", "status", "attempt"}
+        )
         for name in names:
             vals = [float(r[name]) for r in finals.values() if isinstance(r.get(name), (int, float))]
             vals = [v for v in vals if not math.isnan(v)]

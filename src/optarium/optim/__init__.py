@@ -2,5 +2,6 @@
 
 from optarium.optim.functional import foreach_sign_power, sign_power
 from optarium.optim.gradpower import AdamWPower, GradPower
+from optarium.optim.schedules import cosine_schedule, wsd_schedule
 
-__all__ = ["AdamWPower", "GradPower", "foreach_sign_power", "sign_power"]
+__all__ = ["AdamWPower", "GradPower", "cosine_schedule", "foreach_sign_power", "sign_power", "wsd_schedule"]

@@ -1,0 +1,44 @@
+# Two commands do all the set-up on a fresh machine that has Python 3.11 and pip:
+#   make run    set up, run the quick suite of every registered experiment, write runs/report.html
+#   make test   set up, run the default test suite
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+.PHONY: run test setup lint docs bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# torch is pinned to 2.13.0 in pyproject.toml: that CPU wheel is the one this machine serves; never let a
+# dependency pull a newer (multi-GB CUDA) torch.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "torch==2.13.0"
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/optarium suite --scale quick --jobs $(JOBS)
+	$(BIN)/optarium report --out runs/report.html
+
+# pytest exit code 5 (no tests collected) counts as a failure.
+test: $(STAMP)
+	@$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup; code=$$?; \
+	if [ $$code -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$code
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+
+docs: $(STAMP)
+	$(BIN)/optarium docs
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/optim_step.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .ruff_cache

@@ -1,0 +1,267 @@
+"""The optimizer conformance suite: checks every registered optimizer must pass.
+
+An optimizer joins by adding an :class:`OptimizerCase` to :func:`optimizer_cases` (one entry, no copied
+tests); ``tests/conformance/test_optimizers.py`` runs every check on every case. The checks are public so a
+user can run them on an optimizer of their own.
+
+Checks: reaches the known minimiser of an ill-conditioned quadratic and of the Rosenbrock function;
+``state_dict`` round trip continues bit-identically; the foreach path equals the per-tensor path; two param
+groups behave as two separate optimizers; a parameter with ``grad=None`` is skipped (unchanged, no state);
+float32 and float64; seeded determinism; invalid hyperparameters raise ``ValueError`` naming the argument.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+__all__ = [
+    "CHECKS",
+    "OptimizerCase",
+    "check_foreach_matches_per_tensor",
+    "check_grad_none_skipped",
+    "check_invalid_hyperparameters",
+    "check_quadratic",
+    "check_rosenbrock",
+    "check_seeded_determinism",
+    "check_state_dict_round_trip",
+    "check_two_param_groups",
+    "optimizer_cases",
+    "quadratic_problem",
+]
+
+Factory = Callable[..., torch.optim.Optimizer]
+
+
+@dataclass(frozen=True)
+class OptimizerCase:
+    """How to build and budget one optimizer for the conformance checks.
+
+    Attributes:
+        name: an id for the test report.
+        factory: ``factory(params, **kwargs) -> Optimizer``; must accept ``lr`` and ``foreach``.
+        quadratic: (lr, steps, max-norm tolerance in float64) for :func:`check_quadratic`.
+        rosenbrock: (lr, steps, max-norm tolerance) for :func:`check_rosenbrock`.
+        invalid: (kwargs, argument name) pairs that must raise ``ValueError`` naming the argument.
+        float32_tol: tolerance of the float32 quadratic run.
+        kwargs: extra keyword arguments for every construction (e.g. ``weight_decay=0``).
+    """
+
+    name: str
+    factory: Factory
+    quadratic: tuple[float, int, float]
+    rosenbrock: tuple[float, int, float]
+    invalid: Sequence[tuple[Mapping[str, Any], str]] = ()
+    float32_tol: float = 1e-3
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def build(self, params: Iterable[Any], **kwargs: Any) -> torch.optim.Optimizer:
+        """The optimizer over ``params`` with the case's kwargs updated by ``kwargs``."""
+        return self.factory(params, **{**self.kwargs, **kwargs})
+
+
+def optimizer_cases() -> list[OptimizerCase]:
+    """Every registered optimizer's case (the registry of the conformance suite)."""
+    from optarium.optim import AdamWPower, GradPower
+
+    def sgd_power(params: Iterable[Any], *, lr: float, foreach: bool | None = None, p: float = 1.2) -> Any:
+        return GradPower(torch.optim.SGD(params, lr=lr, foreach=foreach), p=p, foreach=foreach)
+
+    def adamw_power(params: Iterable[Any], **kw: Any) -> Any:
+        return AdamWPower(params, **kw)
+
+    adamw_invalid = [
+        ({"p": 0.0}, "p"),
+        ({"p": -1.0}, "p"),
+        ({"p": float("nan")}, "p"),
+        ({"p": float("inf")}, "p"),
+        ({"lr": -1e-3}, "lr"),
+        ({"betas": (1.0, 0.999)}, "betas"),
+        ({"betas": (0.9, -0.1)}, "betas"),
+        ({"eps": -1.0}, "eps"),
+        ({"weight_decay": -0.1}, "weight_decay"),
+    ]
+    return [
+        OptimizerCase(
+            name="AdamWPower",
+            factory=adamw_power,
+            quadratic=(1e-2, 3000, 1e-4),
+            rosenbrock=(2e-2, 7000, 1e-3),
+            invalid=adamw_invalid,
+            kwargs={"weight_decay": 0.0, "p": 1.2},
+        ),
+        OptimizerCase(
+            name="GradPower(SGD)",
+            factory=sgd_power,
+            quadratic=(5e-2, 3000, 1e-4),
+            rosenbrock=(2e-3, 10000, 2e-2),
+            invalid=[({"p": 0.0}, "p"), ({"p": float("nan")}, "p")],
+            kwargs={"p": 1.2},
+        ),
+    ]
+
+
+def quadratic_problem(dtype: torch.dtype = torch.float64, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(h, x_star)`` of ``f(x) = 0.5 * sum(h * (x - x_star)**2)``, d = 10, h = logspace(0, 1, 10)."""
+    gen = torch.Generator().manual_seed(seed)
+    h = torch.logspace(0, 1, 10, dtype=dtype)
+    x_star = torch.randn(10, generator=gen, dtype=torch.float64).to(dtype)
+    return h, x_star
+
+
+def _minimise(
+    opt: torch.optim.Optimizer, params: list[torch.Tensor], loss_fn: Callable[[], Any], steps: int
+) -> None:
+    for _ in range(steps):
+        opt.zero_grad()
+        loss_fn().backward()
+        opt.step()
+
+
+def check_quadratic(case: OptimizerCase, dtype: torch.dtype = torch.float64) -> float:
+    """Run the case's quadratic budget from x0 = 0; assert the max-norm error to x* is within tolerance."""
+    lr, steps, tol = case.quadratic
+    if dtype != torch.float64:
+        tol = case.float32_tol
+    h, x_star = quadratic_problem(dtype)
+    x = torch.zeros(10, dtype=dtype, requires_grad=True)
+    opt = case.build([x], lr=lr)
+    _minimise(opt, [x], lambda: 0.5 * (h * (x - x_star) ** 2).sum(), steps)
+    err = float((x.detach() - x_star).abs().max())
+    assert x.dtype == dtype, f"{case.name}: parameter dtype changed to {x.dtype}"
+    assert err <= tol, f"{case.name}: quadratic error {err:.3e} > {tol:.1e} ({dtype})"
+    return err
+
+
+def check_rosenbrock(case: OptimizerCase) -> float:
+    """From (-1.2, 1), the minimiser (1, 1) of ``(1 - a)^2 + 100 (b - a^2)^2`` within the case's tolerance."""
+    lr, steps, tol = case.rosenbrock
+    z = torch.tensor([-1.2, 1.0], dtype=torch.float64, requires_grad=True)
+    opt = case.build([z], lr=lr)
+    _minimise(opt, [z], lambda: (1 - z[0]) ** 2 + 100 * (z[1] - z[0] ** 2) ** 2, steps)
+    err = float((z.detach() - 1).abs().max())
+    assert err <= tol, f"{case.name}: Rosenbrock error {err:.3e} > {tol:.1e}"
+    return err
+
+
+def _mlp(seed: int, dtype: torch.dtype = torch.float64) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(6, 12), torch.nn.Tanh(), torch.nn.Linear(12, 1)).to(dtype)
+
+
+def _train(model: torch.nn.Module, opt: torch.optim.Optimizer, steps: int, seed: int) -> None:
+    gen = torch.Generator().manual_seed(seed)
+    dtype = next(model.parameters()).dtype
+    for _ in range(steps):
+        x = torch.randn(16, 6, generator=gen, dtype=dtype)
+        y = torch.sin(x.sum(1, keepdim=True))
+        opt.zero_grad()
+        ((model(x) - y) ** 2).mean().backward()
+        opt.step()
+
+
+def _same(a: torch.nn.Module, b: torch.nn.Module) -> bool:
+    return all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+
+
+def check_state_dict_round_trip(case: OptimizerCase, lr: float = 1e-2) -> None:
+    """Save after 5 steps and load into a fresh optimizer on copied parameters: the next 5 steps match."""
+    model = _mlp(0)
+    opt = case.build(model.parameters(), lr=lr)
+    _train(model, opt, 5, seed=1)
+    saved_model = copy.deepcopy(model)
+    saved_state = copy.deepcopy(opt.state_dict())
+    _train(model, opt, 5, seed=2)
+
+    opt2 = case.build(saved_model.parameters(), lr=lr * 3)  # lr must come back from the state dict
+    opt2.load_state_dict(saved_state)
+    _train(saved_model, opt2, 5, seed=2)
+    assert _same(model, saved_model), f"{case.name}: continuation after load_state_dict differs"
+
+
+def check_foreach_matches_per_tensor(case: OptimizerCase, lr: float = 1e-2) -> None:
+    """``foreach=True`` and ``foreach=False`` give the same parameters after 10 steps (float64, 1e-12)."""
+    a, b = _mlp(0), _mlp(0)
+    _train(a, case.build(a.parameters(), lr=lr, foreach=True), 10, seed=1)
+    _train(b, case.build(b.parameters(), lr=lr, foreach=False), 10, seed=1)
+    for p, q in zip(a.parameters(), b.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-12, atol=1e-12)
+
+
+def check_two_param_groups(case: OptimizerCase) -> None:
+    """Two groups with different lr behave exactly as two optimizers, one per group."""
+    model = _mlp(0)
+    ref = copy.deepcopy(model)
+    first, second = list(model[0].parameters()), list(model[2].parameters())
+    opt = case.build([{"params": first, "lr": 1e-2}, {"params": second, "lr": 3e-3}], lr=1e-2)
+    ref_a = case.build(list(ref[0].parameters()), lr=1e-2)
+    ref_b = case.build(list(ref[2].parameters()), lr=3e-3)
+
+    class _Both(torch.optim.Optimizer):
+        def __init__(self) -> None:  # only zero_grad/step are used by _train
+            pass
+
+        def zero_grad(self, set_to_none: bool = True) -> None:
+            ref_a.zero_grad(set_to_none)
+            ref_b.zero_grad(set_to_none)
+
+        def step(self, closure: Any = None) -> None:
+            ref_a.step()
+            ref_b.step()
+
+    _train(model, opt, 5, seed=1)
+    _train(ref, _Both(), 5, seed=1)
+    assert _same(model, ref), f"{case.name}: two param groups differ from two separate optimizers"
+
+
+def check_grad_none_skipped(case: OptimizerCase, lr: float = 1e-2) -> None:
+    """A parameter whose ``grad`` is None is left unchanged and gets no state."""
+    used = torch.randn(5, dtype=torch.float64, requires_grad=True)
+    unused = torch.randn(5, dtype=torch.float64, requires_grad=True)
+    before = unused.detach().clone()
+    opt = case.build([used, unused], lr=lr)
+    for _ in range(3):
+        opt.zero_grad()
+        (used**2).sum().backward()
+        opt.step()
+    assert unused.grad is None
+    assert torch.equal(unused.detach(), before), f"{case.name}: parameter without gradient changed"
+    assert len(opt.state.get(unused, {})) == 0, f"{case.name}: state created for a parameter without gradient"
+
+
+def check_seeded_determinism(case: OptimizerCase, lr: float = 1e-2) -> None:
+    """Two runs from the same seed give bit-identical parameters."""
+    a, b = _mlp(3), _mlp(3)
+    _train(a, case.build(a.parameters(), lr=lr), 10, seed=7)
+    _train(b, case.build(b.parameters(), lr=lr), 10, seed=7)
+    assert _same(a, b), f"{case.name}: two seeded runs differ"
+
+
+def check_invalid_hyperparameters(case: OptimizerCase) -> None:
+    """Every invalid setting of the case raises ``ValueError`` whose message names the argument."""
+    for kwargs, name in case.invalid:
+        x = torch.zeros(3, requires_grad=True)
+        try:
+            case.build([x], **{"lr": 1e-2, **kwargs})
+        except ValueError as exc:
+            assert name in str(exc), f"{case.name}: ValueError for {kwargs} does not name {name!r}: {exc}"
+        else:
+            raise AssertionError(f"{case.name}: {kwargs} did not raise ValueError")
+
+
+#: Every check, by name, for parametrised tests.
+CHECKS: Mapping[str, Callable[[OptimizerCase], Any]] = {
+    "quadratic_float64": check_quadratic,
+    "quadratic_float32": lambda case: check_quadratic(case, torch.float32),
+    "rosenbrock": check_rosenbrock,
+    "state_dict_round_trip": check_state_dict_round_trip,
+    "foreach_matches_per_tensor": check_foreach_matches_per_tensor,
+    "two_param_groups": check_two_param_groups,
+    "grad_none_skipped": check_grad_none_skipped,
+    "seeded_determinism": check_seeded_determinism,
+    "invalid_hyperparameters": check_invalid_hyperparameters,
+}

@@ -1,0 +1,57 @@
+"""Paired-seed statistics behind every verdict."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from optarium.harness.stats import mean_sd, paired_effect, records_final
+
+
+def test_mean_sd_matches_hand_computation() -> None:
+    m, sd = mean_sd([1.0, 2.0, 4.0])
+    assert m == pytest.approx(7 / 3)
+    assert sd == pytest.approx(math.sqrt(((1 - 7 / 3) ** 2 + (2 - 7 / 3) ** 2 + (4 - 7 / 3) ** 2) / 2))
+    assert math.isnan(mean_sd([1.0])[1])
+
+
+def test_paired_effect_gap_sign_and_se() -> None:
+    method = {0: 1.0, 1: 2.0, 2: 3.0}
+    baseline = {0: 1.5, 1: 2.7, 2: 3.4, 3: 9.0}  # seed 3 has no partner and is ignored
+    eff = paired_effect(method, baseline, better="lower")
+    assert eff.seeds == (0, 1, 2)
+    assert eff.gaps == pytest.approx((0.5, 0.7, 0.4))
+    m, sd = mean_sd([0.5, 0.7, 0.4])
+    assert eff.mean == pytest.approx(m) and eff.se == pytest.approx(sd / math.sqrt(3))
+    assert eff.outcome() == "reproduced"
+    assert paired_effect(method, baseline, better="higher").outcome() == "not reproduced"
+
+
+def test_outcome_rule_thresholds() -> None:
+    # mean 0.1, se 0.1: within 2 SE -> inconclusive
+    eff = paired_effect({0: 0.0, 1: 0.0}, {0: 0.2, 1: 0.0})
+    assert eff.mean == pytest.approx(0.1) and eff.se == pytest.approx(0.1)
+    assert eff.outcome(2.0) == "inconclusive"
+    assert eff.outcome(0.5) == "reproduced"
+
+
+def test_single_pair_is_inconclusive_even_with_large_effect() -> None:
+    assert paired_effect({0: 0.0}, {0: 100.0}).outcome() == "inconclusive"
+
+
+def test_invalid_arguments_name_themselves() -> None:
+    with pytest.raises(ValueError, match="better"):
+        paired_effect({}, {}, better="up")
+    with pytest.raises(ValueError, match=r"^k:"):
+        paired_effect({0: 1.0, 1: 2.0}, {0: 1.0, 1: 3.0}).outcome(0.0)
+
+
+def test_records_final_takes_last_step_of_done_units_only() -> None:
+    recs = [
+        {"method": "a", "seed": 0, "step": 1, "loss": 5.0, "status": "done"},
+        {"method": "a", "seed": 0, "step": 9, "loss": 1.0, "status": "done"},
+        {"method": "a", "seed": 1, "step": 9, "loss": 7.0, "status": "diverged"},
+        {"method": "b", "seed": 0, "step": 9, "loss": 3.0, "status": "done"},
+    ]
+    assert records_final(recs, "loss", "a") == {0: 1.0}

@@ -1,0 +1,119 @@
+"""The command line: listing, runs, one-line errors with exit 2, clean Ctrl-C, the report."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from optarium._core.registry import all_methods
+
+ENV = {**os.environ, "COLUMNS": "250", "PYTHONUNBUFFERED": "1"}
+
+
+def optarium(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "optarium.cli", *args],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=timeout,
+    )
+
+
+def test_list_shows_all_51_slugs() -> None:
+    res = optarium("list")
+    assert res.returncode == 0, res.stderr
+    assert len(all_methods()) == 51
+    for m in all_methods():
+        assert m.slug in res.stdout, m.slug
+
+
+def test_list_filters_by_family_and_status() -> None:
+    res = optarium("list", "--family", "bo")
+    assert "turbo-enn" in res.stdout and "gradpower" not in res.stdout
+    res = optarium("list", "--status", "implemented")
+    assert "gradpower" in res.stdout and "turbo-enn" not in res.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("run", "no-such-slug"), "unknown slug 'no-such-slug'"),
+        (("run", "gradpower", "--scale", "huge"), "--scale"),
+        (("run", "gradpower", "--seeds", "0"), "--seeds"),
+        (("suite", "--jobs", "0"), "--jobs"),
+        (("list", "--family", "nope"), "--family"),
+        (("run", "turbo-enn"), "no experiment yet"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], needle: str) -> None:
+    res = optarium(*args)
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert needle in lines[0]
+    assert "Traceback" not in res.stderr + res.stdout
+
+
+def test_unwritable_out_dir_is_exit_2(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    res = optarium("run", "gradpower", "--scale", "smoke", "--out", str(blocker / "runs"))
+    assert res.returncode == 2
+    assert len(res.stderr.strip().splitlines()) == 1 and "--out" in res.stderr
+
+
+def test_run_smoke_then_report(tmp_path: Path) -> None:
+    res = optarium("run", "gradpower", "--scale", "smoke", "--out", str(tmp_path / "runs"), "--jobs", "2")
+    assert res.returncode == 0, res.stderr + res.stdout
+    assert "no verdict" in res.stdout and "16/16 done" in res.stdout
+    runs = list((tmp_path / "runs" / "gradpower" / "smoke").iterdir())
+    assert len(runs) == 1 and (runs[0] / "verdict.json").exists()
+    res = optarium("report", "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "r.html"))
+    assert res.returncode == 0 and (tmp_path / "r.html").stat().st_size > 1000
+
+
+def test_ctrl_c_stops_cleanly_and_keeps_finished_units(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "optarium.cli",
+            "run",
+            "gradpower",
+            "--scale",
+            "smoke",
+            "--seeds",
+            "400",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    deadline = time.monotonic() + 90
+    units = None
+    while time.monotonic() < deadline:
+        found = list(out.glob("gradpower/smoke/*/units.jsonl"))
+        if found and found[0].read_text().count("\n") >= 2:
+            units = found[0]
+            break
+        time.sleep(0.2)
+    assert units is not None, "no unit finished in time"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "Traceback" not in err
+    assert "interrupted: kept" in err
+    kept = units.read_text().count("\n")
+    assert kept >= 2
+    # a re-run reuses them: only the missing units are run (checked through the reuse count)
