@@ -238,7 +238,8 @@ def test_step_closure_is_evaluated_under_grad_and_returns_loss() -> None:
 
     with torch.no_grad():
         loss = opt.step(closure)
-    assert float(loss) == 5.0
+    assert loss.requires_grad  # evaluated under enable_grad despite the outer no_grad
+    assert float(loss.detach()) == 5.0
     assert float(x.detach().abs().max()) < 2.0
 
 
@@ -286,3 +287,43 @@ def test_load_state_dict_rejects_invalid_p() -> None:
     state["param_groups"][0]["p"] = -1.0
     with pytest.raises(ValueError, match="p"):
         opt.load_state_dict(state)
+
+
+def test_muonpower_wraps_torch_muon() -> None:
+    """MuonPower = GradPower(torch.optim.Muon): p = 1 is Muon; p = 2 is Muon fed with g|g|."""
+    torch.manual_seed(0)
+    w = [torch.randn(8, 6, dtype=torch.float32, requires_grad=True) for _ in range(3)]
+    x = torch.randn(16, 6)
+
+    def grads(ws: list[torch.Tensor]) -> None:
+        for t in ws:
+            t.grad = None
+        sum(((x @ t.T) ** 2).mean() for t in ws).backward()
+
+    ref = [t.detach().clone().requires_grad_() for t in w]
+    power = GradPower(torch.optim.Muon(w, lr=0.02), p=2.0)
+    muon = torch.optim.Muon(ref, lr=0.02)
+    for _ in range(3):
+        grads(w)
+        grads(ref)
+        for t in ref:
+            t.grad = t.grad * t.grad.abs()
+        power.step()
+        muon.step()
+    for a, b in zip(w, ref, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.gpu
+def test_cuda_step_matches_cpu() -> None:
+    """dtype and device follow the parameters: a CUDA step equals the CPU step."""
+    cpu, gpu = _relu_mlp(dtype=torch.float32), _relu_mlp(dtype=torch.float32).cuda()
+    x, y = (t.float() for t in _data())
+    for model, xx, yy in ((cpu, x, y), (gpu, x.cuda(), y.cuda())):
+        opt = AdamWPower(model.parameters(), lr=1e-2, p=1.2)
+        for _ in range(3):
+            opt.zero_grad()
+            ((model(xx) - yy) ** 2).mean().backward()
+            opt.step()
+    for p, q in zip(cpu.parameters(), gpu.parameters(), strict=True):
+        torch.testing.assert_close(p, q.cpu(), rtol=1e-4, atol=1e-5)

@@ -1,0 +1,76 @@
+"""The ask/tell base: validation of what is told, the incumbent, and resuming from a state dict."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from optarium._core.asktell import AskTellStrategy
+
+
+class RandomSearch(AskTellStrategy):
+    """Uniform sampling in the box: the smallest strategy the base supports."""
+
+    def _propose(self, n: int) -> torch.Tensor:
+        u = torch.rand(n, self.dim, generator=self.generator, dtype=self.dtype)
+        return self.bounds[0] + u * (self.bounds[1] - self.bounds[0])
+
+
+BOUNDS = torch.tensor([[-1.0, 0.0], [1.0, 5.0]])
+
+
+def sphere(x: torch.Tensor) -> torch.Tensor:
+    return (x**2).sum(-1)
+
+
+def test_ask_within_bounds_and_incumbent() -> None:
+    s = RandomSearch(BOUNDS, generator=torch.Generator().manual_seed(0))
+    for _ in range(5):
+        x = s.ask(8)
+        assert x.shape == (8, 2) and x.dtype == torch.float64
+        assert ((x >= BOUNDS[0].double()) & (x <= BOUNDS[1].double())).all()
+        s.tell(x, sphere(x))
+    assert s.best_y == float(sphere(s.X).min())
+    assert torch.equal(s.best_x, s.X[sphere(s.X).argmin()])
+    m = RandomSearch(BOUNDS, minimize=False)
+    x = m.ask(4)
+    m.tell(x, sphere(x))
+    assert m.best_y == float(sphere(x).max())
+
+
+@pytest.mark.parametrize(
+    ("x", "y", "pattern"),
+    [
+        (torch.zeros(2, 3), torch.zeros(2), "x: must have shape"),
+        (torch.zeros(2, 2), torch.zeros(3), "y: must have shape"),
+        (torch.tensor([[0.0, float("nan")]]), torch.zeros(1), "x: contains NaN"),
+        (torch.zeros(1, 2), torch.tensor([float("inf")]), "y: contains NaN or inf"),
+        (torch.tensor([[2.0, 1.0]]), torch.zeros(1), "outside the bounds"),
+    ],
+)
+def test_tell_rejects_bad_input(x: torch.Tensor, y: torch.Tensor, pattern: str) -> None:
+    with pytest.raises(ValueError, match=pattern):
+        RandomSearch(BOUNDS).tell(x, y)
+
+
+def test_bad_bounds_and_n() -> None:
+    with pytest.raises(ValueError, match="bounds"):
+        RandomSearch(torch.tensor([[0.0, 1.0], [0.0, 2.0]]))
+    with pytest.raises(ValueError, match="bounds"):
+        RandomSearch(torch.zeros(3, 2))
+    with pytest.raises(ValueError, match=r"^n:"):
+        RandomSearch(BOUNDS).ask(0)
+    with pytest.raises(RuntimeError, match="no evaluations"):
+        _ = RandomSearch(BOUNDS).best_y
+
+
+def test_state_dict_resume_continues_identically() -> None:
+    a = RandomSearch(BOUNDS, generator=torch.Generator().manual_seed(3))
+    x = a.ask(4)
+    a.tell(x, sphere(x))
+    b = RandomSearch(BOUNDS, generator=torch.Generator().manual_seed(99))
+    b.load_state_dict(a.state_dict())
+    assert torch.equal(a.ask(5), b.ask(5))
+    assert b.best_y == a.best_y
+    with pytest.raises(ValueError, match="bounds"):
+        RandomSearch(BOUNDS * 2).load_state_dict(a.state_dict())
