@@ -327,3 +327,18 @@ def test_cuda_step_matches_cpu() -> None:
             opt.step()
     for p, q in zip(cpu.parameters(), gpu.parameters(), strict=True):
         torch.testing.assert_close(p, q.cpu(), rtol=1e-4, atol=1e-5)
+
+
+def test_nonfinite_policy_raise_and_skip() -> None:
+    from optarium.optim import NonFiniteGradientError
+
+    x = torch.ones(3, requires_grad=True)
+    opt = AdamWPower([x], lr=0.1)
+    (x * float("nan")).sum().backward()
+    with pytest.raises(NonFiniteGradientError, match="nonfinite='skip'"):
+        opt.step()
+    assert torch.equal(x.detach(), torch.ones(3)) and len(opt.state) == 0
+    skip = AdamWPower([x], lr=0.1, nonfinite="skip")
+    skip.step()
+    assert skip.skipped_steps == 1 and torch.equal(x.detach(), torch.ones(3))
+    assert torch.isnan(x.grad).all()  # the raw gradient is left as it was

@@ -55,6 +55,7 @@ from optarium._core.validation import (
     check_positive,
     check_type,
 )
+from optarium.optim._nonfinite import check_nonfinite_policy, should_step
 from optarium.optim.functional import foreach_sign_power, sign_power
 
 __all__ = ["AdamWPower", "GradPower"]
@@ -73,6 +74,8 @@ class GradPower(Optimizer):
         p: the power, finite and > 0 (default 1.2). A param group's own ``"p"`` overrides it.
         foreach: use ``torch._foreach_*`` kernels for the transform (default ``None``: yes). ``False`` takes
             the per-tensor path; both give identical results.
+        nonfinite: ``"raise"`` (default) or ``"skip"``: what a step with NaN or inf gradients does (the optim
+            family's shared policy, :mod:`optarium.optim._nonfinite`).
 
     Example:
         >>> import torch
@@ -82,13 +85,17 @@ class GradPower(Optimizer):
         >>> opt.step()
     """
 
-    def __init__(self, base: Optimizer, p: float = 1.2, *, foreach: bool | None = None) -> None:
+    def __init__(
+        self, base: Optimizer, p: float = 1.2, *, foreach: bool | None = None, nonfinite: str = "raise"
+    ) -> None:
         check_type("base", base, Optimizer)
         p = _check_p(p)
         if foreach is not None:
             check_type("foreach", foreach, bool)
         self._base = base
         self.foreach = foreach
+        self.nonfinite = check_nonfinite_policy(nonfinite)
+        self.skipped_steps = 0
         for i, group in enumerate(base.param_groups):
             group["p"] = _check_p(group.get("p", p), f"param_groups[{i}]['p']")
         base.defaults.setdefault("p", p)
@@ -162,16 +169,24 @@ class GradPower(Optimizer):
         return f"{type(self).__name__}({self._base!r})"
 
     @torch.no_grad()
-    def _transform(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """Swap transformed gradients into ``param.grad``; return (param, raw grad) pairs to restore."""
-        swapped: list[tuple[torch.Tensor, torch.Tensor]] = []
+    def _transform(self) -> list[tuple[torch.Tensor, torch.Tensor]] | None:
+        """Swap transformed gradients into ``param.grad``; return (param, raw grad) pairs to restore.
+
+        ``None`` means the step is skipped (non-finite gradients under ``nonfinite="skip"``).
+        """
+        groups = []
         for group in self._base.param_groups:
             params = [q for q in group["params"] if q.grad is not None]
-            if not params:
-                continue
-            grads = [q.grad for q in params]
-            if any(g.is_sparse for g in grads):
+            if any(q.grad.is_sparse for q in params):
                 raise ValueError("grad: GradPower does not support sparse gradients")
+            if params:
+                groups.append((group, params))
+        if not should_step(type(self).__name__, [q.grad for _, ps in groups for q in ps], self.nonfinite):
+            self.skipped_steps += 1
+            return None
+        swapped: list[tuple[torch.Tensor, torch.Tensor]] = []
+        for group, params in groups:
+            grads = [q.grad for q in params]
             p = group["p"]
             if self.foreach is False:
                 new = [sign_power(g, p) for g in grads]
@@ -192,6 +207,8 @@ class GradPower(Optimizer):
             with torch.enable_grad():
                 loss = closure()
         swapped = self._transform()
+        if swapped is None:
+            return loss
         try:
             self._base.step()
         finally:
@@ -207,7 +224,8 @@ class GradPower(Optimizer):
 class AdamWPower(GradPower):
     r"""AdamW fed with :math:`\operatorname{sign}(g)|g|^p`: ``GradPower(torch.optim.AdamW(...), p)``.
 
-    Arguments are ``torch.optim.AdamW``'s with the same defaults, plus ``p`` (default 1.2). The wrapped
+    Arguments are ``torch.optim.AdamW``'s with the same defaults, plus ``p`` (default 1.2) and ``nonfinite``
+    (``"raise"`` or ``"skip"``, see :class:`GradPower`). The wrapped
     ``torch.optim.AdamW`` is available as :attr:`base`.
 
     Example:
@@ -231,6 +249,7 @@ class AdamWPower(GradPower):
         capturable: bool = False,
         differentiable: bool = False,
         fused: bool | None = None,
+        nonfinite: str = "raise",
     ) -> None:
         if isinstance(lr, torch.Tensor):
             check_positive("lr", float(lr))
@@ -254,4 +273,4 @@ class AdamWPower(GradPower):
             differentiable=differentiable,
             fused=fused,
         )
-        super().__init__(base, p=p, foreach=foreach)
+        super().__init__(base, p=p, foreach=foreach, nonfinite=nonfinite)

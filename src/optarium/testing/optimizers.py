@@ -6,8 +6,15 @@ user can run them on an optimizer of their own.
 
 Checks: reaches the known minimiser of an ill-conditioned quadratic and of the Rosenbrock function;
 ``state_dict`` round trip continues bit-identically; the foreach path equals the per-tensor path; two param
-groups behave as two separate optimizers; a parameter with ``grad=None`` is skipped (unchanged, no state);
-float32 and float64; seeded determinism; invalid hyperparameters raise ``ValueError`` naming the argument.
+groups with the same settings equal one group, and a group's own ``lr`` is honoured; a parameter with
+``grad=None`` is skipped (unchanged, no state); float32 and float64; seeded determinism; invalid
+hyperparameters raise ``ValueError`` naming the argument; NaN gradients raise by default and are skipped
+with ``nonfinite="skip"`` (the family's shared policy); an optimizer that needs a closure says so clearly
+when called without one.
+
+Optimizers that re-evaluate the loss declare ``needs_closure=True``: the checks then drive them with
+``step(closure)`` where the closure zeroes the gradients, evaluates the loss on the current batch and calls
+``backward``, as torch's own closure optimizers expect.
 """
 
 from __future__ import annotations
@@ -22,9 +29,11 @@ import torch
 __all__ = [
     "CHECKS",
     "OptimizerCase",
+    "check_closure_contract",
     "check_foreach_matches_per_tensor",
     "check_grad_none_skipped",
     "check_invalid_hyperparameters",
+    "check_nonfinite_gradients",
     "check_quadratic",
     "check_rosenbrock",
     "check_seeded_determinism",
@@ -49,6 +58,7 @@ class OptimizerCase:
         invalid: (kwargs, argument name) pairs that must raise ``ValueError`` naming the argument.
         float32_tol: tolerance of the float32 quadratic run.
         kwargs: extra keyword arguments for every construction (e.g. ``weight_decay=0``).
+        needs_closure: the optimizer re-evaluates the loss, so it is stepped with ``step(closure)``.
     """
 
     name: str
@@ -58,6 +68,7 @@ class OptimizerCase:
     invalid: Sequence[tuple[Mapping[str, Any], str]] = ()
     float32_tol: float = 1e-3
     kwargs: Mapping[str, Any] = field(default_factory=dict)
+    needs_closure: bool = False
 
     def build(self, params: Iterable[Any], **kwargs: Any) -> torch.optim.Optimizer:
         """The optimizer over ``params`` with the case's kwargs updated by ``kwargs``."""
@@ -68,8 +79,8 @@ def optimizer_cases() -> list[OptimizerCase]:
     """Every registered optimizer's case (the registry of the conformance suite)."""
     from optarium.optim import AdamWPower, GradPower
 
-    def sgd_power(params: Iterable[Any], *, lr: float, foreach: bool | None = None, p: float = 1.2) -> Any:
-        return GradPower(torch.optim.SGD(params, lr=lr, foreach=foreach), p=p, foreach=foreach)
+    def sgd_power(params: Iterable[Any], *, lr: float, foreach: bool | None = None, **kw: Any) -> Any:
+        return GradPower(torch.optim.SGD(params, lr=lr, foreach=foreach), foreach=foreach, **kw)
 
     def adamw_power(params: Iterable[Any], **kw: Any) -> Any:
         return AdamWPower(params, **kw)
@@ -113,13 +124,27 @@ def quadratic_problem(dtype: torch.dtype = torch.float64, seed: int = 0) -> tupl
     return h, x_star
 
 
-def _minimise(
-    opt: torch.optim.Optimizer, params: list[torch.Tensor], loss_fn: Callable[[], Any], steps: int
-) -> None:
-    for _ in range(steps):
+def _step(case: OptimizerCase, opt: torch.optim.Optimizer, loss_fn: Callable[[], torch.Tensor]) -> None:
+    if case.needs_closure:
+
+        def closure() -> torch.Tensor:
+            opt.zero_grad()
+            loss = loss_fn()
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+    else:
         opt.zero_grad()
         loss_fn().backward()
         opt.step()
+
+
+def _minimise(
+    case: OptimizerCase, opt: torch.optim.Optimizer, loss_fn: Callable[[], Any], steps: int
+) -> None:
+    for _ in range(steps):
+        _step(case, opt, loss_fn)
 
 
 def check_quadratic(case: OptimizerCase, dtype: torch.dtype = torch.float64) -> float:
@@ -130,7 +155,7 @@ def check_quadratic(case: OptimizerCase, dtype: torch.dtype = torch.float64) -> 
     h, x_star = quadratic_problem(dtype)
     x = torch.zeros(10, dtype=dtype, requires_grad=True)
     opt = case.build([x], lr=lr)
-    _minimise(opt, [x], lambda: 0.5 * (h * (x - x_star) ** 2).sum(), steps)
+    _minimise(case, opt, lambda: 0.5 * (h * (x - x_star) ** 2).sum(), steps)
     err = float((x.detach() - x_star).abs().max())
     assert x.dtype == dtype, f"{case.name}: parameter dtype changed to {x.dtype}"
     assert err <= tol, f"{case.name}: quadratic error {err:.3e} > {tol:.1e} ({dtype})"
@@ -142,7 +167,7 @@ def check_rosenbrock(case: OptimizerCase) -> float:
     lr, steps, tol = case.rosenbrock
     z = torch.tensor([-1.2, 1.0], dtype=torch.float64, requires_grad=True)
     opt = case.build([z], lr=lr)
-    _minimise(opt, [z], lambda: (1 - z[0]) ** 2 + 100 * (z[1] - z[0] ** 2) ** 2, steps)
+    _minimise(case, opt, lambda: (1 - z[0]) ** 2 + 100 * (z[1] - z[0] ** 2) ** 2, steps)
     err = float((z.detach() - 1).abs().max())
     assert err <= tol, f"{case.name}: Rosenbrock error {err:.3e} > {tol:.1e}"
     return err
@@ -153,15 +178,15 @@ def _mlp(seed: int, dtype: torch.dtype = torch.float64) -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(6, 12), torch.nn.Tanh(), torch.nn.Linear(12, 1)).to(dtype)
 
 
-def _train(model: torch.nn.Module, opt: torch.optim.Optimizer, steps: int, seed: int) -> None:
+def _train(
+    case: OptimizerCase, model: torch.nn.Module, opt: torch.optim.Optimizer, steps: int, seed: int
+) -> None:
     gen = torch.Generator().manual_seed(seed)
     dtype = next(model.parameters()).dtype
     for _ in range(steps):
         x = torch.randn(16, 6, generator=gen, dtype=dtype)
         y = torch.sin(x.sum(1, keepdim=True))
-        opt.zero_grad()
-        ((model(x) - y) ** 2).mean().backward()
-        opt.step()
+        _step(case, opt, lambda x=x, y=y: ((model(x) - y) ** 2).mean())
 
 
 def _same(a: torch.nn.Module, b: torch.nn.Module) -> bool:
@@ -172,50 +197,45 @@ def check_state_dict_round_trip(case: OptimizerCase, lr: float = 1e-2) -> None:
     """Save after 5 steps and load into a fresh optimizer on copied parameters: the next 5 steps match."""
     model = _mlp(0)
     opt = case.build(model.parameters(), lr=lr)
-    _train(model, opt, 5, seed=1)
+    _train(case, model, opt, 5, seed=1)
     saved_model = copy.deepcopy(model)
     saved_state = copy.deepcopy(opt.state_dict())
-    _train(model, opt, 5, seed=2)
+    _train(case, model, opt, 5, seed=2)
 
     opt2 = case.build(saved_model.parameters(), lr=lr * 3)  # lr must come back from the state dict
     opt2.load_state_dict(saved_state)
-    _train(saved_model, opt2, 5, seed=2)
+    _train(case, saved_model, opt2, 5, seed=2)
     assert _same(model, saved_model), f"{case.name}: continuation after load_state_dict differs"
 
 
 def check_foreach_matches_per_tensor(case: OptimizerCase, lr: float = 1e-2) -> None:
     """``foreach=True`` and ``foreach=False`` give the same parameters after 10 steps (float64, 1e-12)."""
     a, b = _mlp(0), _mlp(0)
-    _train(a, case.build(a.parameters(), lr=lr, foreach=True), 10, seed=1)
-    _train(b, case.build(b.parameters(), lr=lr, foreach=False), 10, seed=1)
+    _train(case, a, case.build(a.parameters(), lr=lr, foreach=True), 10, seed=1)
+    _train(case, b, case.build(b.parameters(), lr=lr, foreach=False), 10, seed=1)
     for p, q in zip(a.parameters(), b.parameters(), strict=True):
         torch.testing.assert_close(p, q, rtol=1e-12, atol=1e-12)
 
 
 def check_two_param_groups(case: OptimizerCase) -> None:
-    """Two groups with different lr behave exactly as two optimizers, one per group."""
+    """Two groups with the same settings equal one group (5 steps); a group's own lr is honoured (1 step)."""
     model = _mlp(0)
     ref = copy.deepcopy(model)
     first, second = list(model[0].parameters()), list(model[2].parameters())
-    opt = case.build([{"params": first, "lr": 1e-2}, {"params": second, "lr": 3e-3}], lr=1e-2)
-    ref_a = case.build(list(ref[0].parameters()), lr=1e-2)
-    ref_b = case.build(list(ref[2].parameters()), lr=3e-3)
+    _train(case, model, case.build([{"params": first}, {"params": second}], lr=1e-2), 5, seed=1)
+    _train(case, ref, case.build(ref.parameters(), lr=1e-2), 5, seed=1)
+    assert _same(model, ref), f"{case.name}: two identical param groups differ from one group"
 
-    class _Both(torch.optim.Optimizer):
-        def __init__(self) -> None:  # only zero_grad/step are used by _train
-            pass
-
-        def zero_grad(self, set_to_none: bool = True) -> None:
-            ref_a.zero_grad(set_to_none)
-            ref_b.zero_grad(set_to_none)
-
-        def step(self, closure: Any = None) -> None:
-            ref_a.step()
-            ref_b.step()
-
-    _train(model, opt, 5, seed=1)
-    _train(ref, _Both(), 5, seed=1)
-    assert _same(model, ref), f"{case.name}: two param groups differ from two separate optimizers"
+    # One step with group lrs (1e-2, 3e-3): each group moves as a one-group optimizer at its lr would.
+    base = _mlp(0)
+    split = copy.deepcopy(base)
+    groups = [{"params": list(split[0].parameters())}, {"params": list(split[2].parameters()), "lr": 3e-3}]
+    _train(case, split, case.build(groups, lr=1e-2), 1, seed=1)
+    for lr, index in ((1e-2, 0), (3e-3, 2)):
+        one = copy.deepcopy(base)
+        _train(case, one, case.build(one.parameters(), lr=lr), 1, seed=1)
+        for p, q in zip(split[index].parameters(), one[index].parameters(), strict=True):
+            assert torch.equal(p, q), f"{case.name}: group lr {lr} not honoured"
 
 
 def check_grad_none_skipped(case: OptimizerCase, lr: float = 1e-2) -> None:
@@ -225,9 +245,7 @@ def check_grad_none_skipped(case: OptimizerCase, lr: float = 1e-2) -> None:
     before = unused.detach().clone()
     opt = case.build([used, unused], lr=lr)
     for _ in range(3):
-        opt.zero_grad()
-        (used**2).sum().backward()
-        opt.step()
+        _step(case, opt, lambda: (used**2).sum())
     assert unused.grad is None
     assert torch.equal(unused.detach(), before), f"{case.name}: parameter without gradient changed"
     assert len(opt.state.get(unused, {})) == 0, f"{case.name}: state created for a parameter without gradient"
@@ -236,8 +254,8 @@ def check_grad_none_skipped(case: OptimizerCase, lr: float = 1e-2) -> None:
 def check_seeded_determinism(case: OptimizerCase, lr: float = 1e-2) -> None:
     """Two runs from the same seed give bit-identical parameters."""
     a, b = _mlp(3), _mlp(3)
-    _train(a, case.build(a.parameters(), lr=lr), 10, seed=7)
-    _train(b, case.build(b.parameters(), lr=lr), 10, seed=7)
+    _train(case, a, case.build(a.parameters(), lr=lr), 10, seed=7)
+    _train(case, b, case.build(b.parameters(), lr=lr), 10, seed=7)
     assert _same(a, b), f"{case.name}: two seeded runs differ"
 
 
@@ -253,6 +271,63 @@ def check_invalid_hyperparameters(case: OptimizerCase) -> None:
             raise AssertionError(f"{case.name}: {kwargs} did not raise ValueError")
 
 
+def check_nonfinite_gradients(case: OptimizerCase, lr: float = 1e-2) -> None:
+    """NaN gradients raise ``NonFiniteGradientError`` by default; ``nonfinite="skip"`` changes nothing."""
+    from optarium.optim import NonFiniteGradientError
+
+    x = torch.randn(4, dtype=torch.float64, requires_grad=True)
+    opt = case.build([x], lr=lr)
+    _step(case, opt, lambda: (x**2).sum())  # create the state
+    try:
+        _step(case, opt, lambda: (x * float("nan")).sum())
+    except NonFiniteGradientError:
+        pass
+    else:
+        raise AssertionError(f"{case.name}: a NaN gradient did not raise NonFiniteGradientError")
+
+    y = torch.randn(4, dtype=torch.float64, requires_grad=True)
+    opt = case.build([y], lr=lr, nonfinite="skip")
+    _step(case, opt, lambda: (y**2).sum())
+    before, state = y.detach().clone(), copy.deepcopy(opt.state_dict())
+    _step(case, opt, lambda: (y * float("inf")).sum())
+    assert torch.equal(y.detach(), before), f"{case.name}: a skipped step changed the parameters"
+    after = opt.state_dict()
+    for key, value in state["state"].get(0, {}).items():
+        if isinstance(value, torch.Tensor):
+            assert torch.equal(value, after["state"][0][key]), f"{case.name}: a skipped step changed {key!r}"
+    try:
+        case.build([y], lr=lr, nonfinite="ignore")
+    except ValueError as exc:
+        assert "nonfinite" in str(exc), f"{case.name}: ValueError does not name 'nonfinite': {exc}"
+    else:
+        raise AssertionError(f"{case.name}: nonfinite='ignore' did not raise ValueError")
+
+
+def check_closure_contract(case: OptimizerCase, lr: float = 1e-2) -> None:
+    """``step(closure)`` returns the closure's loss; a closure optimizer called without one says so."""
+    x = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    opt = case.build([x], lr=lr)
+
+    def closure() -> torch.Tensor:
+        opt.zero_grad()
+        loss = (x**2).sum()
+        loss.backward()
+        return loss
+
+    expected = float((x.detach() ** 2).sum())
+    loss = opt.step(closure)
+    assert loss is not None and abs(float(loss) - expected) < 1e-12, (
+        f"{case.name}: step(closure) lost the loss"
+    )
+    if case.needs_closure:
+        try:
+            opt.step()
+        except (TypeError, ValueError, RuntimeError) as exc:
+            assert "closure" in str(exc), f"{case.name}: the error without a closure does not say so: {exc}"
+        else:
+            raise AssertionError(f"{case.name}: step() without the required closure did not raise")
+
+
 #: Every check, by name, for parametrised tests.
 CHECKS: Mapping[str, Callable[[OptimizerCase], Any]] = {
     "quadratic_float64": check_quadratic,
@@ -264,4 +339,6 @@ CHECKS: Mapping[str, Callable[[OptimizerCase], Any]] = {
     "grad_none_skipped": check_grad_none_skipped,
     "seeded_determinism": check_seeded_determinism,
     "invalid_hyperparameters": check_invalid_hyperparameters,
+    "nonfinite_gradients": check_nonfinite_gradients,
+    "closure_contract": check_closure_contract,
 }

@@ -1,0 +1,67 @@
+"""The optim family's one policy for NaN or infinite gradients.
+
+Every optimizer of :mod:`optarium.optim` takes ``nonfinite="raise"`` (default) or ``nonfinite="skip"``:
+
+- ``"raise"``: a step whose gradients contain NaN or inf raises :class:`NonFiniteGradientError` before any
+  parameter or state is touched;
+- ``"skip"``: such a step is skipped (parameters and state unchanged) and counted in the optimizer's
+  ``skipped_steps`` attribute.
+
+The check is one fused pass over the gradients per device (the kernel ``torch.amp.GradScaler`` uses, with an
+inverse scale of exactly 1, so gradients are not changed). Under a ``GradScaler``, overflowing fp16 steps are
+already skipped by the scaler and never reach the optimizer's check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from optarium._core.validation import check_choice
+
+__all__ = [
+    "NONFINITE_POLICIES",
+    "NonFiniteGradientError",
+    "check_nonfinite_policy",
+    "grads_finite",
+    "should_step",
+]
+
+NONFINITE_POLICIES: tuple[str, ...] = ("raise", "skip")
+
+
+class NonFiniteGradientError(FloatingPointError):
+    """A gradient contained NaN or inf and the optimizer's policy is ``nonfinite="raise"``."""
+
+
+def check_nonfinite_policy(value: str) -> str:
+    """``value`` if it is a valid policy; ``ValueError`` naming ``nonfinite`` otherwise."""
+    return check_choice("nonfinite", value, NONFINITE_POLICIES)
+
+
+def grads_finite(grads: Sequence[torch.Tensor]) -> bool:
+    """Whether every (dense) gradient is free of NaN and inf. One fused kernel per device, one sync."""
+    by_device: dict[torch.device, list[torch.Tensor]] = {}
+    for g in grads:
+        by_device.setdefault(g.device, []).append(g)
+    flags = []
+    for device, group in by_device.items():
+        found = torch.zeros(1, dtype=torch.float32, device=device)
+        one = torch.ones(1, dtype=torch.float32, device=device)
+        torch._amp_foreach_non_finite_check_and_unscale_(group, found, one)
+        flags.append(found)
+    if not flags:
+        return True
+    return not bool(torch.stack([f.to(flags[0].device) for f in flags]).any())
+
+
+def should_step(name: str, grads: Sequence[torch.Tensor], policy: str) -> bool:
+    """True if the step may go ahead; False to skip it (policy ``skip``); raises under policy ``raise``."""
+    if grads_finite(grads):
+        return True
+    if policy == "raise":
+        raise NonFiniteGradientError(
+            f"{name}: a gradient contains NaN or inf; pass nonfinite='skip' to skip such steps"
+        )
+    return False
