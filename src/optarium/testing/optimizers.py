@@ -316,7 +316,7 @@ def check_closure_contract(case: OptimizerCase, lr: float = 1e-2) -> None:
 
     expected = float((x.detach() ** 2).sum())
     loss = opt.step(closure)
-    assert loss is not None and abs(float(loss) - expected) < 1e-12, (
+    assert loss is not None and abs(float(loss.detach()) - expected) < 1e-12, (
         f"{case.name}: step(closure) lost the loss"
     )
     if case.needs_closure:
