@@ -79,7 +79,18 @@ def test_run_smoke_then_report(tmp_path: Path) -> None:
     assert res.returncode == 0 and (tmp_path / "r.html").stat().st_size > 1000
 
 
-def test_ctrl_c_stops_cleanly_and_keeps_finished_units(tmp_path: Path) -> None:
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found |= {int(c) for c in (task / "children").read_text().split()}
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_ctrl_c_stops_cleanly_and_keeps_finished_units(tmp_path: Path, jobs: str) -> None:
     out = tmp_path / "runs"
     proc = subprocess.Popen(
         [
@@ -92,6 +103,8 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_units(tmp_path: Path) -> None:
             "smoke",
             "--seeds",
             "400",
+            "--jobs",
+            jobs,
             "--out",
             str(out),
         ],
@@ -100,7 +113,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_units(tmp_path: Path) -> None:
         text=True,
         env=ENV,
     )
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 120
     units = None
     while time.monotonic() < deadline:
         found = list(out.glob("gradpower/smoke/*/units.jsonl"))
@@ -109,11 +122,20 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_units(tmp_path: Path) -> None:
             break
         time.sleep(0.2)
     assert units is not None, "no unit finished in time"
+    workers = _children(proc.pid)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130
+    assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert "interrupted: kept" in err
-    kept = units.read_text().count("\n")
-    assert kept >= 2
-    # a re-run reuses them: only the missing units are run (checked through the reuse count)
+    assert units.read_text().count("\n") >= 2
+    time.sleep(0.5)
+    alive = [w for w in workers if Path(f"/proc/{w}").exists() and "zombie" not in _state(w)]
+    assert not alive, f"worker processes left running: {alive}"
+
+
+def _state(pid: int) -> str:
+    try:
+        return (Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0]).lower()
+    except (OSError, IndexError):
+        return "gone"

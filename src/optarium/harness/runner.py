@@ -285,9 +285,12 @@ def _run_pool(
                     records = []
                 finished(unit, records)
     except KeyboardInterrupt:
+        procs = list((getattr(pool, "_processes", None) or {}).values())
         pool.shutdown(wait=False, cancel_futures=True)
-        for proc in list(getattr(pool, "_processes", {}).values()):
+        for proc in procs:
             proc.terminate()
+        for proc in procs:
+            proc.join(timeout=10)
         raise
     pool.shutdown(wait=True)
 
