@@ -17,7 +17,7 @@ $(BIN)/python:
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "torch==2.13.0"
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -e ".[test,experiments]"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -28,7 +28,7 @@ run: $(STAMP)
 
 # pytest exit code 5 (no tests collected) counts as a failure.
 test: $(STAMP)
-	@$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup; code=$$?; \
+	@$(BIN)/python -m pytest -n $(JOBS); code=$$?; \
 	if [ $$code -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$code
 
 lint: $(STAMP)

@@ -166,6 +166,7 @@ def run_cmd(slug: str, scale: str, seeds: int | None, out: Path, jobs: int, forc
 
     outcomes = _execute(run_experiment, slug=slug, scale=scale, seeds=seeds, out=out, jobs=jobs, force=force)
     _print_outcomes(outcomes)
+    _exit_if_nothing_finished(outcomes)
 
 
 @cli.command("suite")
@@ -201,6 +202,17 @@ def suite_cmd(
         force=force,
     )
     _print_outcomes(outcomes)
+    _exit_if_nothing_finished(outcomes)
+
+
+def _exit_if_nothing_finished(outcomes: Sequence[Any]) -> None:
+    """Exit 1 when some experiment finished none of its units (every unit failed): that is not a result."""
+    empty = [o.slug for o in outcomes if not any(u["status"] == "done" for u in o.units)]
+    if empty:
+        click.echo(
+            f"optarium: no unit finished for {', '.join(empty)}; see the tracebacks in the run", err=True
+        )
+        sys.exit(1)
 
 
 @cli.command("report")

@@ -88,7 +88,10 @@ def test_statuses_records_and_verdict(tmp_path: Path, toy: Any) -> None:
     # the crash of one method loses nothing of the others
     assert out.summary["methods"]["good"]["final"]["loss"]["n"] == 3
     assert out.summary["methods"]["good"]["final"]["loss"]["mean"] == pytest.approx(1 / 3 + 0.01)
-    assert out.verdict.outcome == "reproduced"  # good is 0.5 lower than base on every seed, SE 0
+    # good is 0.5 lower than base on every seed, but units failed: never "reproduced" on incomplete runs
+    assert out.verdict.outcome == "inconclusive"
+    assert out.verdict.figures["units_not_done"] == 9
+    assert "did not finish" in out.verdict.summary and out.verdict.summary.endswith("toy")
     for name in (
         "config.json",
         "environment.json",
@@ -101,6 +104,12 @@ def test_statuses_records_and_verdict(tmp_path: Path, toy: Any) -> None:
     assert (out.run_dir / "figures" / "toy.png").stat().st_size > 100
     env = json.loads((out.run_dir / "environment.json").read_text())
     assert {"python", "cpu", "versions", "git_revision", "torch_threads"} <= set(env)
+
+
+def test_complete_runs_reach_reproduced(tmp_path: Path, toy: Any) -> None:
+    toy(_toy(["good", "base"], seeds=3))
+    out = run_experiment(TOY_SLUG, "quick", out=tmp_path)
+    assert out.verdict.outcome == "reproduced"
 
 
 def test_training_time_excludes_evaluation(tmp_path: Path, toy: Any) -> None:

@@ -342,3 +342,28 @@ def test_nonfinite_policy_raise_and_skip() -> None:
     skip.step()
     assert skip.skipped_steps == 1 and torch.equal(x.detach(), torch.ones(3))
     assert torch.isnan(x.grad).all()  # the raw gradient is left as it was
+
+
+def test_overflow_of_the_transform_is_caught_before_the_base_steps() -> None:
+    """A finite gradient whose power overflows (float32, |g|^1.5 > 3.4e38) is non-finite for the policy."""
+    from optarium.optim import NonFiniteGradientError
+
+    x = torch.ones(2, requires_grad=True)
+    opt = AdamWPower([x], lr=0.1, p=1.5)
+    x.grad = torch.tensor([1e30, 1.0])
+    with pytest.raises(NonFiniteGradientError):
+        opt.step()
+    assert torch.equal(x.detach(), torch.ones(2)) and len(opt.state) == 0
+    assert torch.equal(x.grad, torch.tensor([1e30, 1.0]))  # the raw gradient is untouched
+
+
+def test_wrapping_twice_is_refused() -> None:
+    x = torch.zeros(2, requires_grad=True)
+    base = torch.optim.SGD([x], lr=0.1)
+    once = GradPower(base, p=2.0)
+    with pytest.raises(ValueError, match=r"^base: already wrapped"):
+        GradPower(base, p=0.5)
+    with pytest.raises(ValueError, match=r"^base: already wrapped"):
+        GradPower(once, p=0.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^differentiable:"):
+        AdamWPower([x], differentiable=True)

@@ -41,7 +41,7 @@ class AskTellStrategy(ABC):
         check_type("minimize", minimize, bool)
         if bounds.ndim != 2 or bounds.shape[0] != 2 or bounds.shape[1] < 1:
             raise ValueError(f"bounds: must have shape (2, d) with d >= 1, got {tuple(bounds.shape)}")
-        bounds = bounds.to(dtype)
+        bounds = bounds.to(dtype).clone()
         if not torch.isfinite(bounds).all():
             raise ValueError("bounds: must be finite")
         if not (bounds[0] < bounds[1]).all():
@@ -69,8 +69,13 @@ class AskTellStrategy(ABC):
         """Propose ``n`` points, shape ``(n, d)``, within the bounds."""
         n = check_int("n", n, minimum=1)
         x = self._propose(n)
+        name = type(self).__name__
         if x.shape != (n, self.dim):
-            raise RuntimeError(f"{type(self).__name__}._propose returned shape {tuple(x.shape)}")
+            raise RuntimeError(f"{name}._propose returned shape {tuple(x.shape)}, expected {(n, self.dim)}")
+        if x.dtype != self.dtype or x.device != self.bounds.device:
+            raise RuntimeError(f"{name}._propose returned {x.dtype} on {x.device}, expected {self.dtype}")
+        if not torch.isfinite(x).all() or ((x < self.bounds[0]) | (x > self.bounds[1])).any():
+            raise RuntimeError(f"{name}._propose returned points outside the bounds (a bug in {name})")
         return x
 
     def tell(self, x: torch.Tensor, y: torch.Tensor) -> None:
@@ -122,7 +127,12 @@ class AskTellStrategy(ABC):
         """Restore from :meth:`state_dict`; the bounds must match."""
         if not torch.equal(state["bounds"].to(self.bounds), self.bounds):
             raise ValueError("state: bounds differ from this strategy's bounds")
+        X, Y = state["X"], state["Y"]
+        if X.ndim != 2 or X.shape[1] != self.dim or Y.shape != (X.shape[0],):
+            raise ValueError(
+                f"state: X {tuple(X.shape)} and Y {tuple(Y.shape)} do not fit dimension {self.dim}"
+            )
         self.minimize = bool(state["minimize"])
-        self.X = state["X"].to(self.X)
-        self.Y = state["Y"].to(self.Y)
+        self.X = X.to(self.X)
+        self.Y = Y.to(self.Y)
         self.generator.set_state(state["generator"])

@@ -53,7 +53,7 @@ class Trace:
         return len(self.steps)
 
     def last(self, name: str) -> float:
-        """The last recorded value of metric ``name`` (NaN if the trace is empty)."""
+        """The last recorded value of metric ``name``; ``KeyError`` if no such metric was recorded."""
         if name not in self.metrics:
             raise KeyError(f"unknown metric {name!r}; recorded: {sorted(self.metrics)}")
         vals = self.metrics[name]

@@ -7,6 +7,7 @@ BLAKE2, not Python's salted ``hash``), so a method x seed grid can hand each run
 from __future__ import annotations
 
 import hashlib
+import numbers
 import random
 
 import numpy as np
@@ -42,6 +43,8 @@ def make_generator(seed: int, device: str | torch.device = "cpu") -> torch.Gener
 def derive_seed(seed: int, *keys: object) -> int:
     """A seed derived from ``seed`` and ``keys`` (strings, ints), stable across processes and runs."""
     seed = check_int("seed", seed, minimum=0, maximum=_MAX_SEED)
-    text = "\x1f".join([str(seed), *(repr(k) for k in keys)]).encode()
+    # numpy integers hash like Python ints (repr(np.int64(3)) is 'np.int64(3)')
+    norm = [int(k) if isinstance(k, numbers.Integral) and not isinstance(k, bool) else k for k in keys]
+    text = "\x1f".join([str(seed), *(repr(k) for k in norm)]).encode()
     digest = hashlib.blake2b(text, digest_size=8).digest()
     return int.from_bytes(digest, "little") & _MAX_SEED

@@ -158,12 +158,13 @@ def run(ctx: Any, method: str, seed: int, config: Mapping[str, Any]) -> None:
 
     opt_name, schedule, model_kind = method.split("-")
     mcfg = _model_config(config, model_kind)
-    train, val = split_corpus(stdlib_corpus(config["corpus_bytes"]))
     bs, context, steps = config["batch_size"], mcfg.context, config["steps"]
-    val_x, val_y = fixed_batches(val, config["eval_batches_final"], bs, context, seed=config["val_seed"])
+    with ctx.untimed():  # reading the corpus and building the model are not training time
+        train, val = split_corpus(stdlib_corpus(config["corpus_bytes"]))
+        val_x, val_y = fixed_batches(val, config["eval_batches_final"], bs, context, seed=config["val_seed"])
+        model = build_tiny_lm(mcfg, seed=derive_seed(seed, "init"))
     curve = config["eval_batches_curve"]
 
-    model = build_tiny_lm(mcfg, seed=derive_seed(seed, "init"))
     batches = torch.Generator().manual_seed(derive_seed(seed, "batches"))
     decay = [p for p in model.parameters() if p.ndim >= 2]
     no_decay = [p for p in model.parameters() if p.ndim < 2]
@@ -236,7 +237,8 @@ def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> V
         f"(n={effects[(s, m)].n}) -> {o}"
         for (s, m), o in outcomes.items()
     ]
-    return Verdict(outcome, figures, "; ".join(parts))
+    tested = ", ".join(f"{m}/{s}" for s, m in outcomes)
+    return Verdict(outcome, figures, f"settings tested at this scale: {tested}. " + "; ".join(parts))
 
 
 def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:

@@ -64,15 +64,19 @@ def collect_environment() -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """A hash of every ``.py`` file of the installed optarium package and of the torch version.
+    """A hash of every ``.py`` file of the installed optarium package, the Python version (the stdlib corpus
+    depends on it) and the versions of torch, NumPy and SciPy.
 
     Two runs with the same fingerprint and configuration ran the same code, so stored records can be reused.
     """
+    import numpy
+    import scipy
     import torch
 
     root = Path(__file__).resolve().parents[1]
     h = hashlib.blake2b(digest_size=16)
-    h.update(torch.__version__.encode())
+    for version in (sys.version, torch.__version__, numpy.__version__, scipy.__version__):
+        h.update(version.encode())
     for path in sorted(root.rglob("*.py")):
         h.update(str(path.relative_to(root)).encode())
         h.update(path.read_bytes())

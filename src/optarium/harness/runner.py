@@ -21,6 +21,7 @@ import traceback
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,7 +103,11 @@ class RunContext:
             raise UnitTimeout(f"unit ran past its limit of {self._timeout_s:.0f} s")
 
     def evaluating(self) -> Any:
-        """Context in which time is not counted as training time."""
+        """Context in which time is not counted as training time (evaluation)."""
+        return self.stopwatch.paused()
+
+    def untimed(self) -> Any:
+        """Context in which time is not counted as training time (set-up: data, model construction)."""
         return self.stopwatch.paused()
 
 
@@ -256,11 +261,47 @@ def _run_pool(
     jobs: int,
     finished: Callable[[dict[str, Any], list[dict[str, Any]]], None],
 ) -> None:
+    """Run ``pending`` units in a pool of ``jobs`` spawned workers.
+
+    A worker that dies (killed, segfault, out of memory) breaks the whole pool, failing every unit still in
+    it. Those units are then re-run one at a time, each in a fresh single-worker pool, so only the unit that
+    really kills its process is recorded as an error and the others finish normally.
+    """
+    broken = _pool_pass(slug, scale, config, pending, jobs, finished)
+    for unit in broken:
+        again = _pool_pass(slug, scale, config, [unit], 1, finished)
+        for m, s in again:
+            finished(_error_unit(m, s, "the worker process died while running this unit"), [])
+
+
+def _error_unit(method: str, seed: int, error: str) -> dict[str, Any]:
+    return {
+        "method": method,
+        "seed": seed,
+        "status": "error",
+        "seconds": 0.0,
+        "wall_seconds": 0.0,
+        "n_records": 0,
+        "error": error,
+        "attempt": uuid.uuid4().hex[:12],
+    }
+
+
+def _pool_pass(
+    slug: str,
+    scale: str,
+    config: Mapping[str, Any],
+    pending: list[tuple[str, int]],
+    jobs: int,
+    finished: Callable[[dict[str, Any], list[dict[str, Any]]], None],
+) -> list[tuple[str, int]]:
+    """One pool over ``pending``; returns the units lost to a broken pool (not recorded)."""
     ctx = multiprocessing.get_context("spawn")
     pool = ProcessPoolExecutor(
         max_workers=min(jobs, len(pending)), mp_context=ctx, initializer=_spawn_worker_init
     )
     futures: dict[Future[Any], tuple[str, int]] = {}
+    broken: list[tuple[str, int]] = []
     try:
         for m, s in pending:
             futures[pool.submit(execute_unit, slug, scale, config, m, s, threads=1)] = (m, s)
@@ -271,18 +312,11 @@ def _run_pool(
                 m, s = futures[fut]
                 try:
                     unit, records = fut.result()
-                except Exception:  # the worker process itself died
-                    unit = {
-                        "method": m,
-                        "seed": s,
-                        "status": "error",
-                        "seconds": 0.0,
-                        "wall_seconds": 0.0,
-                        "n_records": 0,
-                        "error": traceback.format_exc(),
-                        "attempt": uuid.uuid4().hex[:12],
-                    }
-                    records = []
+                except BrokenProcessPool:
+                    broken.append((m, s))
+                    continue
+                except Exception:  # the unit's result could not come back (e.g. not picklable)
+                    unit, records = _error_unit(m, s, traceback.format_exc()), []
                 finished(unit, records)
     except KeyboardInterrupt:
         procs = list((getattr(pool, "_processes", None) or {}).values())
@@ -293,6 +327,7 @@ def _run_pool(
             proc.join(timeout=10)
         raise
     pool.shutdown(wait=True)
+    return [u for u in pending if u in set(broken)]
 
 
 def _conclude(experiment: Any, run: RunDir, scale: str, config: Mapping[str, Any], reused: int) -> RunOutcome:
@@ -303,6 +338,19 @@ def _conclude(experiment: Any, run: RunDir, scale: str, config: Mapping[str, Any
         verdict = experiment.decide(records, config)
     except Exception as exc:
         verdict = Verdict("inconclusive", summary=f"the verdict could not be computed: {exc!r}")
+    # A claim is never "reproduced" on incomplete pairs: a method that crashes or diverges on the seeds where
+    # it would lose must not win on the seeds that finished.
+    not_done = [u for u in units if u["status"] != "done"]
+    statuses = ", ".join(sorted({u["status"] for u in not_done}))
+    if not_done and verdict.outcome == "reproduced":
+        verdict = Verdict(
+            "inconclusive",
+            figures={**verdict.figures, "units_not_done": len(not_done)},
+            summary=(
+                f"{len(not_done)} unit(s) did not finish ({statuses}), "
+                f"so the pairs are incomplete; the rule on the finished units alone said: {verdict.summary}"
+            ),
+        )
     if scale == "smoke":
         verdict = Verdict(
             "no verdict",

@@ -90,11 +90,13 @@ def records_final(records: Sequence[Mapping[str, Any]], metric: str, method: str
     """seed -> the value of ``metric`` at the largest step recorded for ``method``.
 
     Only records of units whose ``status`` is ``"done"`` count (diverged, failed or timed-out units have no
-    final value).
+    final value); values stored as ``null`` (non-finite numbers, see the storage) and non-numbers are skipped.
     """
     best: dict[int, tuple[int, float]] = {}
     for r in records:
-        if r.get("method") != method or metric not in r or r.get("status", "done") != "done":
+        if r.get("method") != method or r.get(metric) is None or r.get("status", "done") != "done":
+            continue
+        if not isinstance(r[metric], (int, float)):
             continue
         seed, step = int(r["seed"]), int(r["step"])
         if seed not in best or step >= best[seed][0]:

@@ -5,9 +5,11 @@ Files of a run directory:
 
 - ``config.json``: slug, scale, the configuration, the code fingerprint.
 - ``environment.json``: see :func:`optarium.harness.environment.collect_environment`.
-- ``records.jsonl``: one JSON object per logged step (method, seed, step, seconds, status, metrics).
+- ``records.jsonl``: one JSON object per logged step (method, seed, step, seconds, status, metrics);
+  non-finite metrics are written as ``NaN``/``Infinity`` (Python's and pandas' JSON readers accept them).
 - ``units.jsonl``: one JSON object per finished (method, seed) unit: status, seconds, error traceback.
-- ``summary.json``: per method and metric, mean, sd, min, max and n over seeds of the final values.
+- ``summary.json``: per method and metric, mean, sd, min, max and n over seeds of the final values
+  (this and the other ``.json`` files are strict JSON: non-finite numbers are ``null``).
 - ``verdict.json``: the verdict with its deciding figures.
 - ``figures/*.png``.
 
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from optarium.harness.stats import mean_sd
+from optarium.harness.stats import mean_sd, records_final
 
 __all__ = [
     "RunDir",
@@ -41,6 +43,17 @@ __all__ = [
 REUSABLE = ("done", "diverged")
 
 
+def _finite_or_none(obj: Any) -> Any:
+    """Replace NaN and infinities by ``None`` (JSON has no such numbers; ``jq`` and browsers reject them)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite_or_none(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite_or_none(v) for v in obj]
+    return obj
+
+
 def _json_default(obj: Any) -> Any:
     if hasattr(obj, "item"):
         return obj.item()
@@ -51,7 +64,11 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
-def _dumps(obj: Any, **kw: Any) -> str:
+def _dumps(obj: Any, *, strict: bool = True, **kw: Any) -> str:
+    """JSON text; ``strict`` writes non-finite numbers as ``null`` (standard JSON), otherwise as Python's
+    ``NaN``/``Infinity`` extension (records keep the difference between a diverged +inf and a NaN)."""
+    if strict:
+        return json.dumps(_finite_or_none(obj), default=_json_default, allow_nan=False, **kw)
     return json.dumps(obj, default=_json_default, allow_nan=True, **kw)
 
 
@@ -91,14 +108,22 @@ class RunDir:
         return json.loads(f.read_text()) if f.exists() else None
 
     def append_unit(self, unit: Mapping[str, Any], records: Iterable[Mapping[str, Any]]) -> None:
-        """Append one finished unit's records, then its status line (so a status implies its records)."""
-        with open(self.path / "records.jsonl", "a") as f:
-            for r in records:
-                f.write(_dumps(r) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        with open(self.path / "units.jsonl", "a") as f:
-            f.write(_dumps(unit) + "\n")
+        """Append one finished unit's records, then its status line (so a status implies its records).
+
+        Each file gets one write; a line cut short by an earlier kill is first closed with a newline, so it
+        costs only itself, never the next unit's first line.
+        """
+        self._append("records.jsonl", "".join(_dumps(r, strict=False) + "\n" for r in records))
+        self._append("units.jsonl", _dumps(unit, strict=False) + "\n")
+
+    def _append(self, name: str, text: str) -> None:
+        path = self.path / name
+        with open(path, "a+b") as f:
+            if f.tell() > 0:
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":
+                    text = "\n" + text
+            f.write(text.encode())
             f.flush()
             os.fsync(f.fileno())
 
@@ -142,34 +167,30 @@ def summarize(
 ) -> dict[str, Any]:
     """Per method: unit status counts, and per metric the mean, sd, min, max and n over seeds of final values.
 
-    The final value of a (method, seed) unit is its record with the largest step. Training seconds are
+    The final value of a metric in a finished (``done``) unit is its value at the largest step that logged
+    that metric, so metrics logged at different steps each keep their own last value. Training seconds are
     summarised the same way.
     """
     out: dict[str, Any] = {}
     for m in methods:
-        finals: dict[int, Mapping[str, Any]] = {}
-        for r in records:
-            if r["method"] == m and r.get("status") == "done":
-                s = int(r["seed"])
-                if s not in finals or int(r["step"]) >= int(finals[s]["step"]):
-                    finals[s] = r
         statuses: dict[str, int] = {}
         for u in units:
             if u["method"] == m:
                 statuses[u["status"]] = statuses.get(u["status"], 0) + 1
+        mine = [r for r in records if r["method"] == m]
+        names = sorted({k for r in mine for k in r} - _NOT_METRICS)
         metrics: dict[str, Any] = {}
-        names = sorted(
-            {k for r in finals.values() for k in r} - {"method", "seed", "step", "status", "attempt"}
-        )
         for name in names:
-            vals = [float(r[name]) for r in finals.values() if isinstance(r.get(name), (int, float))]
-            vals = [v for v in vals if not math.isnan(v)]
+            vals = [v for v in records_final(mine, name, m).values() if math.isfinite(v)]
             if not vals:
                 continue
             mu, sd = mean_sd(vals)
             metrics[name] = {"mean": mu, "sd": sd, "min": min(vals), "max": max(vals), "n": len(vals)}
         out[m] = {"units": statuses, "final": metrics}
     return out
+
+
+_NOT_METRICS = frozenset({"method", "seed", "step", "status", "attempt"})
 
 
 def find_runs(root: Path | str) -> list[RunDir]:

@@ -89,10 +89,16 @@ class GradPower(Optimizer):
         self, base: Optimizer, p: float = 1.2, *, foreach: bool | None = None, nonfinite: str = "raise"
     ) -> None:
         check_type("base", base, Optimizer)
+        if isinstance(base, GradPower) or getattr(base, "_optarium_gradpower", False):
+            raise ValueError(
+                "base: already wrapped by GradPower (the wrappers would share one 'p' per group); "
+                "use p = p1 * p2 on a single wrapper, since phi_p(phi_q(g)) = phi_pq(g)"
+            )
         p = _check_p(p)
         if foreach is not None:
             check_type("foreach", foreach, bool)
         self._base = base
+        base._optarium_gradpower = True  # type: ignore[attr-defined]
         self.foreach = foreach
         self.nonfinite = check_nonfinite_policy(nonfinite)
         self.skipped_steps = 0
@@ -174,28 +180,25 @@ class GradPower(Optimizer):
 
         ``None`` means the step is skipped (non-finite gradients under ``nonfinite="skip"``).
         """
-        groups = []
+        transformed: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
         for group in self._base.param_groups:
             params = [q for q in group["params"] if q.grad is not None]
             if any(q.grad.is_sparse for q in params):
                 raise ValueError("grad: GradPower does not support sparse gradients")
-            if params:
-                groups.append((group, params))
-        if not should_step(type(self).__name__, [q.grad for _, ps in groups for q in ps], self.nonfinite):
-            self.skipped_steps += 1
-            return None
-        swapped: list[tuple[torch.Tensor, torch.Tensor]] = []
-        for group, params in groups:
+            if not params:
+                continue
             grads = [q.grad for q in params]
             p = group["p"]
-            if self.foreach is False:
-                new = [sign_power(g, p) for g in grads]
-            else:
-                new = foreach_sign_power(grads, p)
-            for q, g, n in zip(params, grads, new, strict=True):
-                q.grad = n
-                swapped.append((q, g))
-        return swapped
+            new = [sign_power(g, p) for g in grads] if self.foreach is False else foreach_sign_power(grads, p)
+            transformed.extend(zip(params, grads, new, strict=True))
+        # Checked after the transform: it keeps NaN and inf, and |g|^p can overflow a finite gradient (fp16,
+        # or float32 beyond ~1e25 at p = 1.5), which must not reach the base optimizer either.
+        if not should_step(type(self).__name__, [n for _, _, n in transformed], self.nonfinite):
+            self.skipped_steps += 1
+            return None
+        for q, _, n in transformed:
+            q.grad = n
+        return [(q, g) for q, g, _ in transformed]
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:  # type: ignore[override]
         """Evaluate ``closure`` (if given), transform the gradients, step the base, restore raw gradients.
@@ -260,6 +263,8 @@ class AdamWPower(GradPower):
         check_nonnegative("weight_decay", weight_decay)
         for name, flag in (("amsgrad", amsgrad), ("maximize", maximize)):
             check_type(name, flag, bool)
+        if differentiable:
+            raise ValueError("differentiable: AdamWPower's transform runs under no_grad; not supported")
         base = torch.optim.AdamW(
             params,
             lr=lr,

@@ -1,0 +1,136 @@
+"""The Lion-VR experiment at smoke scale: it runs, records, plots and decides by its stated rule."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+import optarium.experiments.lion_vr as exp
+from optarium.harness.runner import run_experiment
+
+
+def _records(gaps: list[float], budget: int = 4000) -> list[dict[str, object]]:
+    """Final scores where log(score_Lion) - log(score_LionVR) equals the given gap per seed."""
+    recs: list[dict[str, object]] = []
+    for seed, gap in enumerate(gaps):
+        for method, score in (("lion", 0.7 * math.exp(gap)), ("lion-vr", 0.7)):
+            recs.append(
+                {
+                    "method": method,
+                    "seed": seed,
+                    "step": budget,
+                    "budget": budget,
+                    "final_score": score,
+                    "status": "done",
+                }
+            )
+    return recs
+
+
+def _config() -> dict[str, object]:
+    return {"methods": ["lion", "lion-vr"], "budgets": [4000], "verdict_budget": 4000}
+
+
+def test_smoke_run_records_plots_and_withholds_verdict(tmp_path: Path) -> None:
+    out = run_experiment("lion-vr", "smoke", out=tmp_path, jobs=1)
+    assert all(u["status"] == "done" for u in out.units), [u.get("error") for u in out.units]
+    assert len(out.units) == len(exp.METHODS) * exp.CONFIGS["smoke"]["seeds"]
+    assert out.verdict.outcome == "no verdict"
+    assert {"vr_vs_lion_mean_gap", "vr_vs_lion_se", "vr_vs_lion_n_pairs"} <= set(out.verdict.figures)
+    assert sorted(p.name for p in (out.run_dir / "figures").iterdir()) == [
+        "grad_l1_curves.png",
+        "grad_l2_curves.png",
+        "paired_gaps.png",
+    ]
+    records = [json.loads(x) for x in (out.run_dir / "records.jsonl").read_text().splitlines()]
+    finals = [r for r in records if "final_score" in r]
+    assert len(finals) == len(out.units)
+    # equal budgets: every method ends within the budget of gradient evaluations, Lion-VR at 2T' - 1
+    budget = exp.CONFIGS["smoke"]["budgets"][0]
+    ends = {r["method"]: r["step"] for r in finals}
+    assert ends["lion"] == budget and ends["lion-vr"] == 2 * ((budget + 1) // 2) - 1
+    # the 8-configuration tuning table is logged once per method (seed 0)
+    tunes = [r for r in records if "tune_score" in r]
+    assert len(tunes) == 8 * len(exp.METHODS)
+
+
+def test_every_method_gets_the_same_tuning_budget_and_the_schedules_follow_the_spec() -> None:
+    for method in exp.METHODS:
+        assert len(exp.hyperparameter_grid(method, 4000)) == 8
+    steps = 2000  # Lion-VR's own step count at T = 4000
+    for hp in exp.hyperparameter_grid("lion-vr-sched", 4000):
+        assert hp["lr"] == pytest.approx(hp["eta0"] * steps ** (-2 / 3))
+        assert 1 - hp["beta2"] == pytest.approx(min(0.5, hp["c"] * steps ** (-2 / 3)))
+        assert 1 - hp["beta1"] == pytest.approx(min(1.0, 10 * (1 - hp["beta2"])))
+    for hp in exp.hyperparameter_grid("lion-sched", 4000):
+        assert hp["lr"] == pytest.approx(hp["eta0"] * 4000**-0.75)
+        assert 1 - hp["beta2"] == pytest.approx(min(0.5, hp["c"] * 4000**-0.5))
+
+
+def test_lion_and_lion_vr_units_draw_the_same_batch_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: dict[str, list[tuple[int, ...]]] = {}
+    real = exp._batches
+
+    def spy(stream_seed: int, n: int, steps: int, batch_size: int) -> torch.Tensor:
+        calls.setdefault(current, []).append((stream_seed, n, steps, batch_size))
+        return real(stream_seed, n, steps, batch_size)
+
+    class Ctx:
+        def log(self, *args: object, **kwargs: object) -> None:
+            pass
+
+        def evaluating(self) -> contextlib.AbstractContextManager[None]:
+            return contextlib.nullcontext()
+
+    monkeypatch.setattr(exp, "_batches", spy)
+    exp._tune.cache_clear()
+    config = dict(exp.CONFIGS["smoke"])
+    for current in ("lion", "lion-vr"):
+        exp.run(Ctx(), current, 1, config)
+    assert calls["lion"] == calls["lion-vr"]  # tuning stream (seed 0), then held-out stream seed 2
+    assert [c[0] for c in calls["lion"]] == [0, 2]
+    assert not real(1, 100, 40, 8).equal(real(2, 100, 40, 8))
+    exp._tune.cache_clear()
+
+
+def test_rule_reproduced_when_lion_vr_is_lower_on_every_pair() -> None:
+    v = exp.decide(_records([0.10, 0.12, 0.09, 0.11, 0.10]), _config())
+    assert v.outcome == "reproduced"
+    assert v.figures["vr_vs_lion_mean_gap"] == pytest.approx(0.104)
+
+
+def test_rule_not_reproduced_when_lion_is_lower() -> None:
+    v = exp.decide(_records([-0.20, -0.25, -0.18, -0.22, -0.21]), _config())
+    assert v.outcome == "not reproduced"
+
+
+def test_rule_inconclusive_for_noise_and_for_one_pair() -> None:
+    assert exp.decide(_records([0.10, -0.12, 0.05, -0.02, 0.01]), _config()).outcome == "inconclusive"
+    assert exp.decide(_records([0.5]), _config()).outcome == "inconclusive"
+    # units that did not finish do not count
+    recs = _records([0.1, 0.1, 0.1])
+    for r in recs:
+        r["status"] = "diverged"
+    assert exp.decide(recs, _config()).figures["vr_vs_lion_n_pairs"] == 0
+
+
+def test_full_scale_reports_log_log_slopes() -> None:
+    budgets = [1000, 4000, 16000]
+    recs: list[dict[str, object]] = []
+    for seed in range(3):
+        for budget in budgets:
+            for method, rate in (("lion", -0.25), ("lion-vr", -1 / 3)):
+                score = (1 + 0.01 * seed) * budget**rate
+                recs.append(
+                    {"method": method, "seed": seed, "step": budget, "budget": budget, "final_score": score}
+                )
+    config = {"methods": ["lion", "lion-vr"], "budgets": budgets, "verdict_budget": 4000}
+    v = exp.decide(recs, config)
+    assert v.figures["lion_slope"] == pytest.approx(-0.25, abs=1e-9)
+    assert v.figures["lion-vr_slope"] == pytest.approx(-1 / 3, abs=1e-9)
+    assert v.outcome == "reproduced"  # Lion-VR's score is lower on every seed at T = 4000
