@@ -414,12 +414,14 @@ def check_nonfinite_gradients(case: OptimizerCase, lr: float = 1e-2) -> None:
     x = torch.randn(4, dtype=torch.float64, requires_grad=True)
     opt = case.build([x], lr=lr)
     _step(case, opt, lambda: (x**2).sum())  # create the state
+    x_before = x.detach().clone()
     try:
         _step(case, opt, lambda: (x * float("nan")).sum())
     except NonFiniteGradientError:
         pass
     else:
         raise AssertionError(f"{case.name}: a NaN gradient did not raise NonFiniteGradientError")
+    assert torch.equal(x.detach(), x_before), f"{case.name}: a raising step changed the parameters"
 
     y = torch.randn(4, dtype=torch.float64, requires_grad=True)
     opt = case.build([y], lr=lr, nonfinite="skip")
@@ -427,6 +429,9 @@ def check_nonfinite_gradients(case: OptimizerCase, lr: float = 1e-2) -> None:
     before, state = y.detach().clone(), copy.deepcopy(opt.state_dict())
     _step(case, opt, lambda: (y * float("inf")).sum())
     assert torch.equal(y.detach(), before), f"{case.name}: a skipped step changed the parameters"
+    assert getattr(opt, "skipped_steps", None) == 1, (
+        f"{case.name}: a skipped step is not counted in skipped_steps"
+    )
     after = opt.state_dict()
     for key, value in state["state"].get(0, {}).items():
         if isinstance(value, torch.Tensor):
