@@ -32,7 +32,9 @@ th{background:#f3f3f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .badge{display:inline-block;padding:.1rem .5rem;border-radius:.7rem;font-weight:600;font-size:.85rem}
 .reproduced{background:#d7f5dd;color:#10561f}.not-reproduced{background:#fbd9d6;color:#7a1b12}
 .inconclusive{background:#fdf0c8;color:#6b5000}.no-verdict{background:#e5e5ea;color:#333}
-.muted{color:#666}pre{background:#f6f6f8;padding:.6rem;overflow-x:auto;font-size:.82rem}
+.muted{color:#666}.small{font-size:.8rem}
+pre{background:#f6f6f8;padding:.6rem;overflow-x:auto;white-space:pre-wrap;word-break:break-word;font-size:.82rem}
+td{overflow-wrap:anywhere}
 img{max-width:100%;border:1px solid #e0e0e5;margin:.4rem 0}
 """
 
@@ -81,11 +83,14 @@ def _index(latest: Mapping[tuple[str, str], RunDir]) -> str:
         name = f'<a href="#{_esc(m.slug)}">{_esc(m.slug)}</a>' if has_run else _esc(m.slug)
         rows.append(
             f"<tr><td>{name}</td><td>{_esc(m.family)}</td><td>{_esc(m.method)}</td>"
-            f"<td>{_esc(m.status)}</td><td>{cells[0]}</td><td>{cells[1]}</td></tr>"
+            f"<td>{_esc(m.status)}</td><td>{cells[0]}</td><td>{cells[1]}</td>"
+            f"<td class='muted small'>{_esc(m.last_verdict or '-')}</td></tr>"
         )
     return (
-        "<h2>All methods</h2><table><tr><th>slug</th><th>family</th><th>method</th><th>status</th>"
-        "<th>quick verdict</th><th>full verdict</th></tr>" + "".join(rows) + "</table>"
+        "<h2>All methods</h2><p class='muted'>Verdict columns: the newest run stored under this report's "
+        "runs folder. Last column: the last verdict recorded in the registry (docs/methods.md), full scale "
+        "included.</p><table><tr><th>slug</th><th>family</th><th>method</th><th>status</th>"
+        "<th>quick verdict</th><th>full verdict</th><th>recorded</th></tr>" + "".join(rows) + "</table>"
     )
 
 
