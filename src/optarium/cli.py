@@ -117,7 +117,12 @@ def _execute(runner: Any, **kwargs: Any) -> list[Any]:
         except RunInterrupted as exc:
             progress.stop()
             click.echo(f"optarium: interrupted: kept {exc.kept} finished units in {exc.run_dir}", err=True)
-            sys.exit(130)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            # Every finished unit is already on disk (fsync per unit). Exit without the interpreter's exit
+            # handlers: concurrent.futures joins its pool's management thread there, which can block for
+            # good once the workers were terminated mid-write.
+            os._exit(130)
     return result if isinstance(result, list) else [result]
 
 

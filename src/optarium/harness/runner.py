@@ -325,6 +325,9 @@ def _pool_pass(
             proc.terminate()
         for proc in procs:
             proc.join(timeout=10)
+        manager = getattr(pool, "_executor_manager_thread", None)
+        if manager is not None:
+            manager.join(timeout=5)
         raise
     pool.shutdown(wait=True)
     return [u for u in pending if u in set(broken)]
