@@ -195,3 +195,17 @@ def test_experiment_definition_is_validated() -> None:
             run=_run,
             decide=_decide,
         )
+
+
+def test_a_dying_worker_costs_only_its_own_unit() -> None:
+    """A worker killed mid-unit breaks the pool; only that unit is recorded as an error, the rest finish."""
+    from optarium.harness.runner import _run_pool
+    from optarium.testing.faults import die_on_seed_one
+
+    got: list[dict[str, Any]] = []
+    _run_pool(
+        TOY_SLUG, "smoke", {}, [("m", s) for s in range(4)], 2, lambda u, r: got.append(u), die_on_seed_one
+    )
+    status = {u["seed"]: u["status"] for u in got}
+    assert status == {0: "done", 1: "error", 2: "done", 3: "done"}
+    assert "worker process died" in next(u for u in got if u["seed"] == 1)["error"]

@@ -260,16 +260,17 @@ def _run_pool(
     pending: list[tuple[str, int]],
     jobs: int,
     finished: Callable[[dict[str, Any], list[dict[str, Any]]], None],
+    unit_fn: Callable[..., tuple[dict[str, Any], list[dict[str, Any]]]] = execute_unit,
 ) -> None:
-    """Run ``pending`` units in a pool of ``jobs`` spawned workers.
+    """Run ``pending`` units in a pool of ``jobs`` spawned workers (``unit_fn`` must be importable there).
 
     A worker that dies (killed, segfault, out of memory) breaks the whole pool, failing every unit still in
     it. Those units are then re-run one at a time, each in a fresh single-worker pool, so only the unit that
     really kills its process is recorded as an error and the others finish normally.
     """
-    broken = _pool_pass(slug, scale, config, pending, jobs, finished)
+    broken = _pool_pass(slug, scale, config, pending, jobs, finished, unit_fn)
     for unit in broken:
-        again = _pool_pass(slug, scale, config, [unit], 1, finished)
+        again = _pool_pass(slug, scale, config, [unit], 1, finished, unit_fn)
         for m, s in again:
             finished(_error_unit(m, s, "the worker process died while running this unit"), [])
 
@@ -294,6 +295,7 @@ def _pool_pass(
     pending: list[tuple[str, int]],
     jobs: int,
     finished: Callable[[dict[str, Any], list[dict[str, Any]]], None],
+    unit_fn: Callable[..., tuple[dict[str, Any], list[dict[str, Any]]]],
 ) -> list[tuple[str, int]]:
     """One pool over ``pending``; returns the units lost to a broken pool (not recorded)."""
     ctx = multiprocessing.get_context("spawn")
@@ -304,7 +306,7 @@ def _pool_pass(
     broken: list[tuple[str, int]] = []
     try:
         for m, s in pending:
-            futures[pool.submit(execute_unit, slug, scale, config, m, s, threads=1)] = (m, s)
+            futures[pool.submit(unit_fn, slug, scale, config, m, s, threads=1)] = (m, s)
         remaining = set(futures)
         while remaining:
             done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
