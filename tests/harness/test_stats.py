@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from optarium.harness.stats import mean_sd, paired_effect, records_final
+from optarium.harness.stats import mean_sd, mean_se, paired_effect, records_final
 
 
 def test_mean_sd_matches_hand_computation() -> None:
@@ -14,6 +14,8 @@ def test_mean_sd_matches_hand_computation() -> None:
     assert m == pytest.approx(7 / 3)
     assert sd == pytest.approx(math.sqrt(((1 - 7 / 3) ** 2 + (2 - 7 / 3) ** 2 + (4 - 7 / 3) ** 2) / 2))
     assert math.isnan(mean_sd([1.0])[1])
+    assert mean_se([1.0, 2.0, 4.0]) == pytest.approx((7 / 3, sd / math.sqrt(3)))
+    assert math.isnan(mean_se([1.0])[1])
 
 
 def test_paired_effect_gap_sign_and_se() -> None:

@@ -40,7 +40,7 @@ import torch
 
 from optarium._core.seeding import derive_seed
 from optarium.harness.experiment import Experiment, Verdict, register
-from optarium.harness.stats import mean_sd, paired_effect
+from optarium.harness.stats import mean_sd, mean_se, paired_effect
 
 __all__ = ["EXPERIMENT", "decide", "fista_lasso", "lasso_cv"]
 
@@ -567,12 +567,12 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
             xs, ys, es = [], [], []
             for by in tab.values():
                 sx = mean_sd([float(r["sparsity"]) for r in by.values()])[0]
-                my, sd = mean_sd([float(r[ykey]) for r in by.values()])
+                my, se = mean_se([float(r[ykey]) for r in by.values()])
                 if linear and my > 10:
                     continue
                 xs.append(sx)
                 ys.append(my)
-                es.append(sd / math.sqrt(len(by)) if math.isfinite(sd) else 0.0)
+                es.append(se if math.isfinite(se) else 0.0)
             marker = "*" if method in ("lasso", "dense") else "o"
             ax.errorbar(xs, ys, yerr=es, fmt=marker, color=colors[method], label=method, ms=8, capsize=3)
         ax.set_xlabel("sparsity (fraction |w| <= " + ("1e-4)" if linear else "1e-3)"))

@@ -42,7 +42,7 @@ import torch
 
 from optarium._core.seeding import derive_seed
 from optarium.harness.experiment import Experiment, Verdict, register
-from optarium.harness.stats import mean_sd, records_final
+from optarium.harness.stats import mean_sd, mean_se, records_final
 
 __all__ = ["EXPERIMENT"]
 
@@ -661,10 +661,10 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
                 if not cands:
                     continue
                 test = list(records_final(records, "test_acc", cands[0]).values())
-                m_, sd = mean_sd(test)
+                m_, se = mean_se(test)
                 xs.append(rho)
                 ms.append(m_)
-                es.append(sd / math.sqrt(len(test)) if len(test) > 1 else 0.0)
+                es.append(se if math.isfinite(se) else 0.0)
             ax.errorbar(xs, ms, yerr=es, marker="o", capsize=3, label=label)
         ax.set_xscale("log")
         ax.set_xlabel("rho")

@@ -21,7 +21,7 @@ from optarium.harness.runner import (
     run_experiment,
     run_suite,
 )
-from optarium.harness.stats import PairedEffect, mean_sd, paired_effect, records_final
+from optarium.harness.stats import PairedEffect, mean_sd, mean_se, paired_effect, records_final
 
 __all__ = [
     "OUTCOMES",
@@ -36,6 +36,7 @@ __all__ = [
     "Verdict",
     "get_experiment",
     "mean_sd",
+    "mean_se",
     "paired_effect",
     "records_final",
     "register",

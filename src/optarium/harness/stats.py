@@ -9,7 +9,7 @@ from typing import Any
 
 from optarium._core.validation import check_choice, check_positive
 
-__all__ = ["PairedEffect", "mean_sd", "paired_effect", "records_final"]
+__all__ = ["PairedEffect", "mean_sd", "mean_se", "paired_effect", "records_final"]
 
 
 def mean_sd(values: Sequence[float]) -> tuple[float, float]:
@@ -22,6 +22,12 @@ def mean_sd(values: Sequence[float]) -> tuple[float, float]:
         return m, math.nan
     var = math.fsum((v - m) ** 2 for v in values) / (n - 1)
     return m, math.sqrt(var)
+
+
+def mean_se(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and its standard error sd / sqrt(n) (NaN for fewer than two values)."""
+    m, sd = mean_sd(values)
+    return m, sd / math.sqrt(len(values)) if len(values) >= 2 else math.nan
 
 
 @dataclass(frozen=True)
@@ -81,8 +87,7 @@ def paired_effect(
     seeds = tuple(sorted(set(method) & set(baseline)))
     sign = 1.0 if better == "lower" else -1.0
     gaps = tuple(sign * (float(baseline[s]) - float(method[s])) for s in seeds)
-    m, sd = mean_sd(gaps)
-    se = sd / math.sqrt(len(gaps)) if len(gaps) >= 2 else math.nan
+    m, se = mean_se(gaps)
     return PairedEffect(n=len(gaps), mean=m, se=se, gaps=gaps, seeds=seeds)
 
 
