@@ -74,3 +74,43 @@ def test_state_dict_resume_continues_identically() -> None:
     assert b.best_y == a.best_y
     with pytest.raises(ValueError, match="bounds"):
         RandomSearch(BOUNDS * 2).load_state_dict(a.state_dict())
+
+
+def test_multi_objective_pareto_set_matches_brute_force() -> None:
+    s = RandomSearch(BOUNDS, n_objectives=2, generator=torch.Generator().manual_seed(1))
+    x = s.ask(40)
+    y = torch.stack([sphere(x), sphere(x - 0.5)], dim=1)
+    s.tell(x, y)
+    keep = [
+        i for i in range(40) if not any(bool((y[j] <= y[i]).all() and (y[j] < y[i]).any()) for j in range(40))
+    ]
+    assert torch.equal(s.pareto_x, x[keep]) and torch.equal(s.pareto_y, y[keep])
+    with pytest.raises(RuntimeError, match="pareto_x"):
+        _ = s.best_x
+    with pytest.raises(ValueError, match=r"^y: must have shape"):
+        s.tell(x[:2], y[:2, 0])
+    with pytest.raises(ValueError, match=r"^n_objectives"):
+        RandomSearch(BOUNDS, n_objectives=0)
+
+
+def test_maximisation_pareto_set_and_standardised_targets_are_signed() -> None:
+    s = RandomSearch(BOUNDS, n_objectives=2, minimize=False)
+    x = s.ask(3)
+    y = torch.tensor([[1.0, 3.0], [2.0, 2.0], [0.5, 0.5]], dtype=torch.float64)
+    s.tell(x, y)
+    assert torch.equal(s.pareto_y, y[:2])
+    z = s.standardized_Y()
+    assert torch.allclose(z.mean(0), torch.zeros(2, dtype=z.dtype), atol=1e-12)
+    assert torch.allclose(z.std(0), torch.ones(2, dtype=z.dtype), atol=1e-12)
+    assert bool((z[:, 0].argsort() == torch.tensor([1, 0, 2])).all())  # largest y is smallest z
+
+
+def test_state_dict_refuses_a_different_number_of_objectives() -> None:
+    s = RandomSearch(BOUNDS, n_objectives=2)
+    x = s.ask(2)
+    s.tell(x, torch.zeros(2, 2, dtype=torch.float64))
+    with pytest.raises(ValueError, match="objectives"):
+        RandomSearch(BOUNDS).load_state_dict(s.state_dict())
+    t = RandomSearch(BOUNDS, n_objectives=2)
+    t.load_state_dict(s.state_dict())
+    assert torch.equal(t.Y, s.Y)

@@ -24,6 +24,9 @@ class AskTellStrategy(ABC):
         minimize: minimise ``y`` if True, maximise if False (chosen explicitly, no default sign games).
         generator: the ``torch.Generator`` for all randomness (a seeded CPU generator if omitted).
         dtype: floating dtype of the stored data (float64 by default).
+        n_objectives: number of objectives ``m``. With ``m = 1`` (default) ``y`` has shape ``(n,)``; with
+            ``m > 1`` it has shape ``(n, m)``, every objective shares the direction ``minimize``, and the
+            incumbent is the Pareto set (:attr:`pareto_x`, :attr:`pareto_y`) instead of ``best_x``/``best_y``.
 
     NaN or infinite objective values raise ``ValueError``; points outside the bounds raise ``ValueError``.
     Points that were never asked may be told (warm starts); they count like any other evaluation.
@@ -36,8 +39,10 @@ class AskTellStrategy(ABC):
         minimize: bool = True,
         generator: torch.Generator | None = None,
         dtype: torch.dtype = torch.float64,
+        n_objectives: int = 1,
     ) -> None:
         check_type("bounds", bounds, torch.Tensor)
+        self.n_objectives = check_int("n_objectives", n_objectives, minimum=1)
         check_type("minimize", minimize, bool)
         if bounds.ndim != 2 or bounds.shape[0] != 2 or bounds.shape[1] < 1:
             raise ValueError(f"bounds: must have shape (2, d) with d >= 1, got {tuple(bounds.shape)}")
@@ -51,7 +56,8 @@ class AskTellStrategy(ABC):
         self.dtype = dtype
         self.generator = generator if generator is not None else torch.Generator().manual_seed(0)
         self.X = torch.empty(0, bounds.shape[1], dtype=dtype, device=bounds.device)
-        self.Y = torch.empty(0, dtype=dtype, device=bounds.device)
+        y_shape = (0,) if self.n_objectives == 1 else (0, self.n_objectives)
+        self.Y = torch.empty(y_shape, dtype=dtype, device=bounds.device)
 
     @property
     def dim(self) -> int:
@@ -79,15 +85,17 @@ class AskTellStrategy(ABC):
         return x
 
     def tell(self, x: torch.Tensor, y: torch.Tensor) -> None:
-        """Report evaluations: ``x`` of shape ``(n, d)``, ``y`` of shape ``(n,)``."""
+        """Report evaluations: ``x`` of shape ``(n, d)``, ``y`` of shape ``(n,)`` (``(n, m)`` for ``m > 1``
+        objectives)."""
         check_type("x", x, torch.Tensor)
         check_type("y", y, torch.Tensor)
         x = x.to(self.X)
         y = y.to(self.Y)
         if x.ndim != 2 or x.shape[1] != self.dim:
             raise ValueError(f"x: must have shape (n, {self.dim}), got {tuple(x.shape)}")
-        if y.ndim != 1 or y.shape[0] != x.shape[0]:
-            raise ValueError(f"y: must have shape ({x.shape[0]},), got {tuple(y.shape)}")
+        expected = (x.shape[0],) if self.n_objectives == 1 else (x.shape[0], self.n_objectives)
+        if tuple(y.shape) != expected:
+            raise ValueError(f"y: must have shape {expected}, got {tuple(y.shape)}")
         if not torch.isfinite(x).all():
             raise ValueError("x: contains NaN or inf")
         if not torch.isfinite(y).all():
@@ -99,9 +107,45 @@ class AskTellStrategy(ABC):
         self._on_tell(x, y)
 
     def _best_index(self) -> int:
+        if self.n_objectives > 1:
+            raise RuntimeError(
+                f"best_x/best_y are undefined with {self.n_objectives} objectives: use pareto_x/pareto_y"
+            )
         if self.Y.numel() == 0:
             raise RuntimeError("no evaluations yet: call tell() first")
         return int(self.Y.argmin() if self.minimize else self.Y.argmax())
+
+    def _pareto_mask(self) -> torch.Tensor:
+        if self.Y.shape[0] == 0:
+            raise RuntimeError("no evaluations yet: call tell() first")
+        Y = self.Y.reshape(self.Y.shape[0], -1)
+        Y = Y if self.minimize else -Y
+        # i is dominated if some j is <= in every objective and < in one (O(N^2 m), fine for BO data sizes).
+        le = (Y.unsqueeze(0) <= Y.unsqueeze(1)).all(-1)
+        lt = (Y.unsqueeze(0) < Y.unsqueeze(1)).any(-1)
+        return ~(le & lt).any(1)
+
+    @property
+    def pareto_x(self) -> torch.Tensor:
+        """The non-dominated points told so far, shape ``(k, d)`` (for one objective: all minimisers)."""
+        return self.X[self._pareto_mask()].clone()
+
+    @property
+    def pareto_y(self) -> torch.Tensor:
+        """The objective values of :attr:`pareto_x`, shape ``(k, m)`` (``(k,)`` for one objective)."""
+        return self.Y[self._pareto_mask()].clone()
+
+    def standardized_Y(self) -> torch.Tensor:
+        """``Y`` standardised per objective and signed for minimisation: ``s (Y - mean) / std``, with
+        ``s = 1`` when minimising and ``-1`` when maximising; std is 1 for fewer than two points or a
+        constant objective."""
+        if self.Y.shape[0] == 0:
+            raise RuntimeError("no evaluations yet: call tell() first")
+        mean = self.Y.mean(0)
+        std = self.Y.std(0) if self.Y.shape[0] > 1 else torch.ones_like(mean)
+        std = torch.where(std > 0, std, torch.ones_like(std))
+        sign = 1.0 if self.minimize else -1.0
+        return sign * (self.Y - mean) / std
 
     @property
     def best_x(self) -> torch.Tensor:
@@ -118,6 +162,7 @@ class AskTellStrategy(ABC):
         return {
             "bounds": self.bounds.clone(),
             "minimize": self.minimize,
+            "n_objectives": self.n_objectives,
             "X": self.X.clone(),
             "Y": self.Y.clone(),
             "generator": self.generator.get_state(),
@@ -128,7 +173,12 @@ class AskTellStrategy(ABC):
         if not torch.equal(state["bounds"].to(self.bounds), self.bounds):
             raise ValueError("state: bounds differ from this strategy's bounds")
         X, Y = state["X"], state["Y"]
-        if X.ndim != 2 or X.shape[1] != self.dim or Y.shape != (X.shape[0],):
+        if int(state.get("n_objectives", 1)) != self.n_objectives:
+            raise ValueError(
+                f"state: {state.get('n_objectives', 1)} objectives, this strategy has {self.n_objectives}"
+            )
+        expected = (X.shape[0],) if self.n_objectives == 1 else (X.shape[0], self.n_objectives)
+        if X.ndim != 2 or X.shape[1] != self.dim or tuple(Y.shape) != expected:
             raise ValueError(
                 f"state: X {tuple(X.shape)} and Y {tuple(Y.shape)} do not fit dimension {self.dim}"
             )
