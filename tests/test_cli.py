@@ -38,7 +38,7 @@ def test_list_filters_by_family_and_status() -> None:
     res = optarium("list", "--family", "bo")
     assert "turbo-enn" in res.stdout and "gradpower" not in res.stdout
     res = optarium("list", "--status", "implemented")
-    assert "gradpower" in res.stdout and "turbo-enn" not in res.stdout
+    assert "gradpower" in res.stdout and "decentralized-affine" not in res.stdout
 
 
 @pytest.mark.parametrize(
@@ -49,7 +49,9 @@ def test_list_filters_by_family_and_status() -> None:
         (("run", "gradpower", "--seeds", "0"), "--seeds"),
         (("suite", "--jobs", "0"), "--jobs"),
         (("list", "--family", "nope"), "--family"),
-        (("run", "turbo-enn"), "no experiment yet"),
+        (("run", "decentralized-affine"), "no experiment yet"),
+        (("run", "gradpower", "--world-size", "0"), "--world-size"),
+        (("run", "gradpower", "--world-size", "2"), "no distributed methods"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], needle: str) -> None:

@@ -163,13 +163,33 @@ def list_cmd(family: str | None, status: str | None) -> None:
 )
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Processes for units.")
 @click.option("--force", is_flag=True, help="Re-run units even if an identical run stored them.")
-def run_cmd(slug: str, scale: str, seeds: int | None, out: Path, jobs: int, force: bool) -> None:
+@click.option(
+    "--world-size",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Run the experiment's distributed methods as this many torch.distributed (gloo) processes.",
+)
+def run_cmd(
+    slug: str, scale: str, seeds: int | None, out: Path, jobs: int, force: bool, world_size: int | None
+) -> None:
     """Run one experiment: its method and baselines over seeds, then the verdict."""
     _check_slug(slug)
     _writable_dir(out, "--out")
+    from optarium.harness.experiment import get_experiment
     from optarium.harness.runner import run_experiment
 
-    outcomes = _execute(run_experiment, slug=slug, scale=scale, seeds=seeds, out=out, jobs=jobs, force=force)
+    if world_size is not None and not get_experiment(slug).distributed_methods:
+        raise click.UsageError(f"--world-size: {slug!r} has no distributed methods")
+    outcomes = _execute(
+        run_experiment,
+        slug=slug,
+        scale=scale,
+        seeds=seeds,
+        out=out,
+        jobs=jobs,
+        force=force,
+        world_size=world_size,
+    )
     _print_outcomes(outcomes)
     _exit_if_nothing_finished(outcomes)
 

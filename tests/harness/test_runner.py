@@ -145,6 +145,22 @@ def test_changed_config_gets_a_new_run(tmp_path: Path, toy: Any) -> None:
     assert len(b.units) == 6
 
 
+def test_world_size_reaches_distributed_units_and_changes_the_run(tmp_path: Path, toy: Any) -> None:
+    exp = _toy(["good", "base"], seeds=1)
+    toy(Experiment(**{**exp.__dict__, "distributed_methods": ["good"]}))
+    a = run_experiment(TOY_SLUG, "quick", out=tmp_path)
+    b = run_experiment(TOY_SLUG, "quick", out=tmp_path, world_size=1)
+    c = run_experiment(TOY_SLUG, "quick", out=tmp_path, world_size=3)
+    assert a.run_dir == b.run_dir and a.run_dir != c.run_dir  # 1 process is the default run
+    assert "world_size" not in json.loads((a.run_dir / "config.json").read_text())["config"]
+    assert json.loads((c.run_dir / "config.json").read_text())["config"]["world_size"] == 3
+    with pytest.raises(ValueError, match="distributed_methods"):
+        Experiment(**{**exp.__dict__, "distributed_methods": ["nope"]})
+    toy(exp)
+    with pytest.raises(ValueError, match=r"^world_size: .* no distributed methods"):
+        run_experiment(TOY_SLUG, "quick", out=tmp_path, world_size=2)
+
+
 def test_smoke_never_claims_a_verdict(tmp_path: Path, toy: Any) -> None:
     toy(_toy(["good", "base"], seeds=2))
     out = run_experiment(TOY_SLUG, "smoke", out=tmp_path)

@@ -74,6 +74,8 @@ class Experiment:
 
     ``configs[scale]`` must contain ``"seeds"`` (number of seeds; seeds are ``0 .. seeds-1``). It may contain
     ``"methods"`` to restrict the methods at that scale and ``"unit_timeout_s"`` (seconds one unit may take).
+    ``distributed_methods`` names the methods whose units read ``config["world_size"]`` (default 1: all
+    clients in one process) and then run their clients across that many torch.distributed processes.
     """
 
     slug: str
@@ -86,6 +88,7 @@ class Experiment:
     decide: Callable[[Sequence[Record], Mapping[str, Any]], Verdict]
     plot: Callable[[Sequence[Record], Mapping[str, Any]], Mapping[str, Any]] | None = None
     scaled_down: str = ""
+    distributed_methods: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         get_method(self.slug)  # KeyError for an unregistered slug
@@ -101,16 +104,29 @@ class Experiment:
                 check_choice(f"configs[{scale!r}]['methods']", m, self.methods)
         object.__setattr__(self, "methods", tuple(self.methods))
         object.__setattr__(self, "baselines", tuple(self.baselines))
+        for m in self.distributed_methods:
+            check_choice("distributed_methods", m, self.methods)
+        object.__setattr__(self, "distributed_methods", tuple(self.distributed_methods))
         object.__setattr__(
             self, "configs", MappingProxyType({k: MappingProxyType(dict(v)) for k, v in self.configs.items()})
         )
 
-    def config(self, scale: str, seeds: int | None = None) -> dict[str, Any]:
-        """The configuration at ``scale`` (a fresh dict), with the seed count overridden if given."""
+    def config(self, scale: str, seeds: int | None = None, world_size: int | None = None) -> dict[str, Any]:
+        """The configuration at ``scale`` (a fresh dict), with the seed count overridden if given.
+
+        ``world_size`` > 1 sets ``config["world_size"]`` for the :attr:`distributed_methods` (a
+        ``ValueError`` if the experiment has none); 1 or ``None`` leaves the default in-process run.
+        """
         check_choice("scale", scale, SCALES)
         cfg = dict(self.configs[scale])
         if seeds is not None:
             cfg["seeds"] = check_int("seeds", seeds, minimum=1)
+        if world_size is not None:
+            world_size = check_int("world_size", world_size, minimum=1)
+            if not self.distributed_methods:
+                raise ValueError(f"world_size: experiment {self.slug!r} has no distributed methods")
+            if world_size > 1:
+                cfg["world_size"] = world_size
         cfg.setdefault("methods", self.methods)
         cfg["methods"] = list(cfg["methods"])
         return cfg

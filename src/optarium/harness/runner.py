@@ -201,6 +201,7 @@ def run_experiment(
     out: Path | str = "runs",
     jobs: int = 1,
     force: bool = False,
+    world_size: int | None = None,
     on_start: Callable[[str, int], None] | None = None,
     on_unit: UnitCallback | None = None,
 ) -> RunOutcome:
@@ -213,6 +214,8 @@ def run_experiment(
         out: the runs root; the run goes to ``out/slug/scale/run-id``.
         jobs: processes to run units in (1 = this process).
         force: discard stored units of an identical earlier run instead of reusing them.
+        world_size: torch.distributed processes for the experiment's distributed methods (``None``/1: in
+            process); a ``ValueError`` for an experiment without distributed methods.
         on_start: called with (slug, number of units still to run).
         on_unit: called with (slug, unit status line) as each unit finishes.
 
@@ -222,7 +225,7 @@ def run_experiment(
     check_choice("scale", scale, SCALES)
     jobs = check_int("jobs", jobs, minimum=1)
     experiment = get_experiment(slug)
-    config = experiment.config(scale, seeds)
+    config = experiment.config(scale, seeds, world_size)
     fingerprint = code_fingerprint()
     run = RunDir.create(out, slug, scale, run_id(fingerprint, slug, scale, config))
     if force:
