@@ -5,16 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from optarium._core.asktell import AskTellStrategy
-
-
-class RandomSearch(AskTellStrategy):
-    """Uniform sampling in the box: the smallest strategy the base supports."""
-
-    def _propose(self, n: int) -> torch.Tensor:
-        u = torch.rand(n, self.dim, generator=self.generator, dtype=self.dtype)
-        return self.bounds[0] + u * (self.bounds[1] - self.bounds[0])
-
+from optarium.testing.asktell import RandomSearch  # the smallest strategy the base supports
 
 BOUNDS = torch.tensor([[-1.0, 0.0], [1.0, 5.0]])
 
