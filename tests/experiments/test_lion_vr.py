@@ -43,25 +43,37 @@ def test_smoke_run_records_plots_and_withholds_verdict(tmp_path: Path) -> None:
     assert out.verdict.outcome == "no verdict"
     assert {"vr_vs_lion_mean_gap", "vr_vs_lion_se", "vr_vs_lion_n_pairs"} <= set(out.verdict.figures)
     assert sorted(p.name for p in (out.run_dir / "figures").iterdir()) == [
+        "distributed.png",
         "grad_l1_curves.png",
         "grad_l2_curves.png",
         "paired_gaps.png",
     ]
     records = [json.loads(x) for x in (out.run_dir / "records.jsonl").read_text().splitlines()]
     finals = [r for r in records if "final_score" in r]
-    assert len(finals) == len(out.units)
+    assert len(finals) == len(exp.CENTRAL_METHODS) * exp.CONFIGS["smoke"]["seeds"]
+    # part (c): one final record per (distributed method, seed, n), carrying n and the measured bits
+    dist = [r for r in records if "dist_score" in r]
+    clients = exp.CONFIGS["smoke"]["dist"]["clients"]
+    assert len(dist) == len(exp.DIST_METHODS) * exp.CONFIGS["smoke"]["dist"]["seeds"] * len(clients)
+    d = exp.CONFIGS["smoke"]["dist"]["problem"]["dim"]
+    bits = {r["method"]: r["uplink_bits_per_step"] for r in dist}
+    assert bits["dist-lion"] == 32 * d and bits["dist-lion-1bit"] == d + 32 and bits["dist-adamw"] == 32 * d
+    assert {r["n"] for r in dist} == set(clients)
     # equal budgets: every method ends within the budget of gradient evaluations, Lion-VR at 2T' - 1
     budget = exp.CONFIGS["smoke"]["budgets"][0]
     ends = {r["method"]: r["step"] for r in finals}
     assert ends["lion"] == budget and ends["lion-vr"] == 2 * ((budget + 1) // 2) - 1
     # the 8-configuration tuning table is logged once per method (seed 0)
     tunes = [r for r in records if "tune_score" in r]
-    assert len(tunes) == 8 * len(exp.METHODS)
+    assert len(tunes) == 8 * len(exp.CENTRAL_METHODS)
+    assert len([r for r in records if "dist_tune_score" in r]) == 4 * len(exp.DIST_METHODS)
 
 
 def test_every_method_gets_the_same_tuning_budget_and_the_schedules_follow_the_spec() -> None:
-    for method in exp.METHODS:
+    for method in exp.CENTRAL_METHODS:
         assert len(exp.hyperparameter_grid(method, 4000)) == 8
+    for method in exp.DIST_METHODS:
+        assert len(exp.dist_grid(method)) == 4
     steps = 2000  # Lion-VR's own step count at T = 4000
     for hp in exp.hyperparameter_grid("lion-vr-sched", 4000):
         assert hp["lr"] == pytest.approx(hp["eta0"] * steps ** (-2 / 3))
@@ -134,3 +146,72 @@ def test_full_scale_reports_log_log_slopes() -> None:
     assert v.figures["lion_slope"] == pytest.approx(-0.25, abs=1e-9)
     assert v.figures["lion-vr_slope"] == pytest.approx(-1 / 3, abs=1e-9)
     assert v.outcome == "reproduced"  # Lion-VR's score is lower on every seed at T = 4000
+
+
+def _dist_records(rate: float, ratio: float, noise: float, up_fp: float = 6400.0) -> list[dict[str, object]]:
+    """Part (c) finals: full-precision score n^rate (times seeded noise), 1-bit = ratio x full precision."""
+    gen = torch.Generator().manual_seed(0)
+    recs: list[dict[str, object]] = []
+    for seed in range(3):
+        for n in (1, 2, 4, 8, 16):
+            for fp, comp in (("dist-lion", "dist-lion-1bit"), ("dist-lion-vr", "dist-lion-vr-1bit")):
+                score = n**rate * math.exp(noise * float(torch.randn((), generator=gen)))
+                for m, v, bits in ((fp, score, up_fp), (comp, ratio * score, 232.0)):
+                    recs.append(
+                        {
+                            "method": m,
+                            "seed": seed,
+                            "step": 200,
+                            "n": n,
+                            "dist_score": v,
+                            "uplink_bits_per_step": bits,
+                            "status": "done",
+                        }
+                    )
+    return recs
+
+
+def _both_config() -> dict[str, object]:
+    return {
+        "methods": ["lion", "lion-vr", *exp.DIST_METHODS],
+        "budgets": [4000],
+        "verdict_budget": 4000,
+        "dist": {"problem": {"dim": 200}},
+    }
+
+
+def test_distributed_rule_reproduced_not_reproduced_inconclusive() -> None:
+    cfg = _both_config()
+    outcome, figs, _ = exp.decide_dist(_dist_records(-0.3, 1.3, 0.05), cfg)
+    assert outcome == "reproduced"
+    assert (
+        figs["dist-lion_slope_n"] == pytest.approx(-0.3, abs=0.05) and figs["dist-lion_slope_n_ci95_hi"] < 0
+    )
+    assert figs["bit_saving_lion"] == pytest.approx(6400 / 232) and figs[
+        "bit_saving_expected"
+    ] == pytest.approx(6400 / 232)
+    assert figs["dist-lion-1bit_over_dist-lion_n16"] == pytest.approx(1.3)
+    assert exp.decide_dist(_dist_records(-0.3, 3.0, 0.05), cfg)[0] == "not reproduced"  # 1-bit > 2x worse
+    assert exp.decide_dist(_dist_records(+0.3, 1.3, 0.05), cfg)[0] == "not reproduced"  # error grows with n
+    assert exp.decide_dist(_dist_records(-0.3, 1.3, 0.05, up_fp=1000.0), cfg)[0] == "not reproduced"  # saving
+    assert exp.decide_dist(_dist_records(-0.02, 1.3, 0.5), cfg)[0] == "inconclusive"  # slope CI covers 0
+    assert exp.decide_dist([], cfg)[0] == "inconclusive"
+
+
+def test_overall_outcome_needs_both_parts() -> None:
+    cfg = _both_config()
+    central_yes = _records([0.10, 0.12, 0.09, 0.11, 0.10])
+    central_no = _records([-0.20, -0.25, -0.18, -0.22, -0.21])
+    central_unsure = _records([0.10, -0.12, 0.05, -0.02, 0.01])
+    dist_yes = _dist_records(-0.3, 1.3, 0.05)
+    dist_no = _dist_records(-0.3, 3.0, 0.05)
+    v = exp.decide(central_yes + dist_yes, cfg)
+    assert v.outcome == "reproduced"
+    assert (
+        v.figures["centralised_outcome"] == "reproduced" and v.figures["distributed_outcome"] == "reproduced"
+    )
+    assert exp.decide(central_yes + dist_no, cfg).outcome == "not reproduced"
+    assert exp.decide(central_no + dist_yes, cfg).outcome == "not reproduced"
+    assert exp.decide(central_unsure + dist_yes, cfg).outcome == "inconclusive"
+    # the centralised figures keep their names and values
+    assert v.figures["vr_vs_lion_mean_gap"] == pytest.approx(0.104)
