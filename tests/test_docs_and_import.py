@@ -54,3 +54,14 @@ def test_family_import_costs_little_beyond_torch() -> None:
     ).stdout.split()
     assert float(out[0]) < 2.0
     assert out[1] == "False", "matplotlib is imported eagerly"
+
+
+def test_family_packages_leave_heavy_backends_unimported() -> None:
+    """BoTorch, GPyTorch, Optuna, pymoo, POT, cvxpy and skfolio load inside the functions that use them."""
+    heavy = ("botorch", "gpytorch", "optuna", "pymoo", "ot", "cvxpy", "cvxpylayers", "skfolio", "matplotlib")
+    code = (
+        "import sys; import optarium.bo, optarium.distributed, optarium.soft; "
+        f"print(' '.join(m for m in {heavy!r} if m in sys.modules) or 'none')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "none", f"imported eagerly: {out.strip()}"

@@ -226,7 +226,35 @@ _BOUNDS = torch.tensor([[-1.0, -2.0, 0.0], [1.0, 3.0, 0.5]], dtype=torch.float64
 
 def strategy_cases() -> list[StrategyCase]:
     """Every registered ask/tell strategy, with budgets small enough for the default test suite."""
+    from optarium.bo.pom import POM, QLogEHVI
+    from optarium.bo.tcgp import TcGPEI
+
     return [
         StrategyCase("RandomSearch", RandomSearch, _shifted_sphere, _BOUNDS),
         StrategyCase("RandomSearch-2obj", RandomSearch, _two_spheres, _BOUNDS, n_objectives=2),
+        StrategyCase(
+            "POM",
+            POM,
+            _two_spheres,
+            _BOUNDS,
+            rounds=3,
+            n_objectives=2,
+            kwargs={"num_mc_samples": 64, "screen_size": 100, "num_candidates": 200},
+        ),
+        StrategyCase(
+            "QLogEHVI",
+            QLogEHVI,
+            _two_spheres,
+            _BOUNDS,
+            rounds=3,
+            n_objectives=2,
+            kwargs={"num_mc_samples": 16, "subset_size": 20, "num_candidates": 100},
+        ),
+        StrategyCase(
+            "TcGPEI",
+            TcGPEI,
+            _shifted_sphere,
+            _BOUNDS,
+            kwargs={"n_init": 4, "raw_samples": 64, "num_restarts": 1, "fit_maxiter": 30},
+        ),
     ]

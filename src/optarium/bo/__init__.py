@@ -1,0 +1,80 @@
+"""Black-box and Bayesian optimization: surrogates, acquisitions and ask/tell strategies.
+
+Every strategy is an :class:`optarium._core.asktell.AskTellStrategy` (``ask``/``tell`` in the caller's units,
+float64, a ``torch.Generator``, ``state_dict``) and passes :mod:`optarium.testing.asktell`. BoTorch, GPyTorch,
+Optuna, pymoo and POT are imported inside the functions that need them, so ``import optarium.bo`` stays cheap.
+"""
+
+from optarium.bo.calibration import (
+    CalibratedPredictive,
+    brier_score,
+    conditional_pit,
+    crps_gaussian,
+    gennorm_cdf,
+    gennorm_expected_improvement,
+    gennorm_tail_quantile,
+    ks_uniform,
+    log_h,
+    loo_predictions,
+    reliability_curve,
+    twcrps,
+    twcrps_gaussian,
+    twcrps_gennorm,
+    twcrps_quadrature,
+)
+from optarium.bo.metrics import expected_minimum_distance, hypervolume, pieces_hit, rediscovery_ratio
+from optarium.bo.mo_problems import SYMPART, MOProblem, OmniTest, pool_pareto_set, sobol_pool
+from optarium.bo.pom import (
+    POM,
+    QLogEHVI,
+    coverage_log_probability,
+    coverage_probability,
+    fit_gp_hyperparameters,
+    joint_posterior_samples,
+    non_dominated_samples,
+    pom_greedy_batch,
+    pom_log_value,
+    smoothed_log_quality,
+)
+from optarium.bo.tcgp import CalibrationFit, TailCalibratedGP, TcGPEI, select_calibration
+
+__all__ = [
+    "POM",
+    "SYMPART",
+    "CalibratedPredictive",
+    "CalibrationFit",
+    "MOProblem",
+    "OmniTest",
+    "QLogEHVI",
+    "TailCalibratedGP",
+    "TcGPEI",
+    "brier_score",
+    "conditional_pit",
+    "coverage_log_probability",
+    "coverage_probability",
+    "crps_gaussian",
+    "expected_minimum_distance",
+    "fit_gp_hyperparameters",
+    "gennorm_cdf",
+    "gennorm_expected_improvement",
+    "gennorm_tail_quantile",
+    "hypervolume",
+    "joint_posterior_samples",
+    "ks_uniform",
+    "log_h",
+    "loo_predictions",
+    "non_dominated_samples",
+    "pieces_hit",
+    "pom_greedy_batch",
+    "pom_log_value",
+    "pool_pareto_set",
+    "rediscovery_ratio",
+    "reliability_curve",
+    "select_calibration",
+    "smoothed_log_quality",
+    "sobol_pool",
+    "twcrps",
+    "twcrps_gaussian",
+    "twcrps_gennorm",
+    "twcrps_quadrature",
+]
