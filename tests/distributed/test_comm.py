@@ -112,3 +112,19 @@ def test_two_processes_match_world_size_one() -> None:
     # logical accounting does not depend on the split; wire bytes are measured only across processes
     torch.testing.assert_close(torch.cat([r["up_per_client"] for r in ranks]), ref["up_per_client"])
     assert ref["stats"]["wire_bytes"] == 0 and all(r["stats"]["wire_bytes"] > 0 for r in ranks)
+
+
+def test_paused_stats_leave_counters_untouched_and_nest() -> None:
+    comm = Communicator.local(3)
+    x = torch.ones(3, 4)
+    comm.client_mean(x)
+    before = (comm.stats.uplink_rounds, comm.stats.uplink_bits.clone(), dict(comm.stats.ops))
+    with comm.stats.paused():
+        comm.client_mean(x)
+        with comm.stats.paused():
+            comm.all_gather_clients(x)
+        comm.client_sum(x)
+    assert comm.stats.uplink_rounds == before[0] and torch.equal(comm.stats.uplink_bits, before[1])
+    assert comm.stats.ops == before[2]
+    comm.client_mean(x)
+    assert comm.stats.uplink_rounds == before[0] + 1

@@ -37,8 +37,10 @@ These counts do not depend on how the clients are spread over processes (the sam
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,12 +128,22 @@ class CommStats:
     downlink_bits: torch.Tensor = field(default=None)  # type: ignore[assignment]
     wire_bytes: int = 0
     ops: dict[str, int] = field(default_factory=dict)
+    _paused: int = field(default=0, repr=False)
 
     def __post_init__(self) -> None:
         if self.uplink_bits is None:
             self.uplink_bits = torch.zeros(self.n_local, dtype=torch.float64)
         if self.downlink_bits is None:
             self.downlink_bits = torch.zeros(self.n_local, dtype=torch.float64)
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Collectives inside the block are not counted (evaluation and monitoring traffic); nests."""
+        self._paused += 1
+        try:
+            yield
+        finally:
+            self._paused -= 1
 
     def reset(self) -> None:
         """Zero every counter."""
@@ -149,6 +161,8 @@ class CommStats:
         wire_bytes: int = 0,
     ) -> None:
         """Add one collective: ``up``/``down`` bits per local client (a scalar or one value per client)."""
+        if self._paused:
+            return
         self.ops[op] = self.ops.get(op, 0) + 1
         for value, attr, rounds in (
             (up, "uplink_bits", "uplink_rounds"),

@@ -65,8 +65,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -214,28 +213,6 @@ def dual_parameters(
 # shared machinery
 
 
-@contextmanager
-def _uncounted(comm: Any) -> Iterator[None]:
-    """Run evaluation collectives without charging them to ``comm.stats``."""
-    st = comm.stats
-    saved = (
-        st.uplink_rounds,
-        st.downlink_rounds,
-        st.uplink_bits.clone(),
-        st.downlink_bits.clone(),
-        st.wire_bytes,
-        dict(st.ops),
-    )
-    try:
-        yield
-    finally:
-        st.uplink_rounds, st.downlink_rounds, up, down, st.wire_bytes, ops = saved
-        st.uplink_bits.copy_(up)
-        st.downlink_bits.copy_(down)
-        st.ops.clear()
-        st.ops.update(ops)
-
-
 class _Noise:
     """Additive N(0, sigma^2) gradient noise drawn for all M clients (so it does not depend on the split)."""
 
@@ -298,7 +275,7 @@ class _Recorder:
         self.f0: float | None = None
 
     def objective(self, x: torch.Tensor) -> float:
-        with _uncounted(self.comm):
+        with self.comm.stats.paused():
             losses = self.problem.loss(x.expand(len(self.clients), -1), self.clients)
             return float(self.comm.client_sum(losses))
 
@@ -310,7 +287,7 @@ class _Recorder:
         st = self.comm.stats
         n_comm = float(max(st.uplink_rounds, st.downlink_rounds))
         bits = torch.stack([st.uplink_bits, st.downlink_bits], -1).to(X) / self.comm.n_clients
-        with _uncounted(self.comm):
+        with self.comm.stats.paused():
             xbar = self.comm.client_mean(X)
             parts = [
                 self.problem.loss(xbar.expand(len(self.clients), -1), self.clients).unsqueeze(-1),
@@ -529,7 +506,7 @@ def dual_accelerated_local_sgd(
             break
     if rounds == 0 and stop is not None:
         status = stop
-    with _uncounted(comm):
+    with comm.stats.paused():
         xbar = comm.client_mean(X)
     return _finish(rec, status, k, xbar, t0, comm, {"X": X, "lam": lam, "params": dict(params), "W": W})
 
@@ -593,7 +570,7 @@ def fedavg(
         if stop is not None:
             status = stop
             break
-    with _uncounted(comm):
+    with comm.stats.paused():
         xbar = comm.client_mean(X)
     return _finish(
         rec, status, k, xbar, t0, comm, {"X": X, "params": {"lr": gamma, "server_lr": server_lr}, "W": W}
@@ -679,7 +656,7 @@ def spmd_run(
         "params": dict(res.extras.get("params", {})),
         "comm": dict(res.extras["comm"]),
     }
-    with _uncounted(comm):
+    with comm.stats.paused():
         out["X"] = comm.all_gather_clients(res.extras["X"])
         if "lam" in res.extras:
             out["lam"] = comm.all_gather_clients(res.extras["lam"])
