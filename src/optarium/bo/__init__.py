@@ -5,6 +5,8 @@ float64, a ``torch.Generator``, ``state_dict``) and passes :mod:`optarium.testin
 Optuna, pymoo and POT are imported inside the functions that need them, so ``import optarium.bo`` stays cheap.
 """
 
+from optarium.bo.acquisition import non_dominated_mask, non_dominated_ranks, pareto_select, ucb_select
+from optarium.bo.botorch_model import as_botorch_model
 from optarium.bo.calibration import (
     CalibratedPredictive,
     brier_score,
@@ -22,8 +24,11 @@ from optarium.bo.calibration import (
     twcrps_gennorm,
     twcrps_quadrature,
 )
+from optarium.bo.enn import ENN, ENNParams, ENNPosterior, fit_enn_params, loo_log_likelihood
 from optarium.bo.metrics import expected_minimum_distance, hypervolume, pieces_hit, rediscovery_ratio
+from optarium.bo.minimize import make_strategy, minimize
 from optarium.bo.mo_problems import SYMPART, MOProblem, OmniTest, pool_pareto_set, sobol_pool
+from optarium.bo.optuna_sampler import asktell_sampler, turbo_enn_sampler
 from optarium.bo.pom import (
     POM,
     QLogEHVI,
@@ -36,24 +41,40 @@ from optarium.bo.pom import (
     pom_log_value,
     smoothed_log_quality,
 )
+from optarium.bo.problems import Problem, make_problem
 from optarium.bo.tcgp import CalibrationFit, TailCalibratedGP, TcGPEI, select_calibration
+from optarium.bo.trust_region import TrustRegion, latin_hypercube, raasp_candidates, trust_region_bounds
+from optarium.bo.turbo_enn import RandomSearch, TurboENN, TurboGP, TurboStrategy, TurboZero
 
 __all__ = [
+    "ENN",
     "POM",
     "SYMPART",
     "CalibratedPredictive",
     "CalibrationFit",
+    "ENNParams",
+    "ENNPosterior",
     "MOProblem",
     "OmniTest",
+    "Problem",
     "QLogEHVI",
+    "RandomSearch",
     "TailCalibratedGP",
     "TcGPEI",
+    "TrustRegion",
+    "TurboENN",
+    "TurboGP",
+    "TurboStrategy",
+    "TurboZero",
+    "as_botorch_model",
+    "asktell_sampler",
     "brier_score",
     "conditional_pit",
     "coverage_log_probability",
     "coverage_probability",
     "crps_gaussian",
     "expected_minimum_distance",
+    "fit_enn_params",
     "fit_gp_hyperparameters",
     "gennorm_cdf",
     "gennorm_expected_improvement",
@@ -61,20 +82,32 @@ __all__ = [
     "hypervolume",
     "joint_posterior_samples",
     "ks_uniform",
+    "latin_hypercube",
     "log_h",
+    "loo_log_likelihood",
     "loo_predictions",
+    "make_problem",
+    "make_strategy",
+    "minimize",
+    "non_dominated_mask",
+    "non_dominated_ranks",
     "non_dominated_samples",
+    "pareto_select",
     "pieces_hit",
     "pom_greedy_batch",
     "pom_log_value",
     "pool_pareto_set",
+    "raasp_candidates",
     "rediscovery_ratio",
     "reliability_curve",
     "select_calibration",
     "smoothed_log_quality",
     "sobol_pool",
+    "trust_region_bounds",
+    "turbo_enn_sampler",
     "twcrps",
     "twcrps_gaussian",
     "twcrps_gennorm",
     "twcrps_quadrature",
+    "ucb_select",
 ]

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from optarium._core.asktell import AskTellStrategy
+from optarium.bo.turbo_enn import RandomSearch
 
 __all__ = [
     "CHECKS",
@@ -205,14 +206,6 @@ CHECKS: Mapping[str, Callable[[StrategyCase], Any]] = {
 }
 
 
-class RandomSearch(AskTellStrategy):
-    """Uniform sampling in the box: the reference strategy of the suite (and a baseline for experiments)."""
-
-    def _propose(self, n: int) -> torch.Tensor:
-        u = torch.rand(n, self.dim, generator=self.generator, dtype=self.dtype)
-        return self.bounds[0] + u * (self.bounds[1] - self.bounds[0])
-
-
 def _shifted_sphere(x: torch.Tensor) -> torch.Tensor:
     return ((x - 0.3) ** 2).sum(-1)
 
@@ -228,6 +221,7 @@ def strategy_cases() -> list[StrategyCase]:
     """Every registered ask/tell strategy, with budgets small enough for the default test suite."""
     from optarium.bo.pom import POM, QLogEHVI
     from optarium.bo.tcgp import TcGPEI
+    from optarium.bo.turbo_enn import TurboENN, TurboGP, TurboZero
 
     return [
         StrategyCase("RandomSearch", RandomSearch, _shifted_sphere, _BOUNDS),
@@ -256,5 +250,18 @@ def strategy_cases() -> list[StrategyCase]:
             _shifted_sphere,
             _BOUNDS,
             kwargs={"n_init": 4, "raw_samples": 64, "num_restarts": 1, "fit_maxiter": 30},
+        ),
+        StrategyCase("TurboENN-UCB", TurboENN, _shifted_sphere, _BOUNDS, rounds=5, kwargs={"num_init": 4}),
+        StrategyCase(
+            "TurboENN-Pareto",
+            TurboENN,
+            _shifted_sphere,
+            _BOUNDS,
+            rounds=5,
+            kwargs={"num_init": 4, "acquisition": "pareto"},
+        ),
+        StrategyCase("TurboZero", TurboZero, _shifted_sphere, _BOUNDS, rounds=5, kwargs={"num_init": 4}),
+        StrategyCase(
+            "TurboGP", TurboGP, _shifted_sphere, _BOUNDS, rounds=4, kwargs={"num_init": 4, "gp_maxiter": 10}
         ),
     ]

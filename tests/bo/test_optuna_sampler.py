@@ -1,0 +1,112 @@
+"""TuRBO-ENN as an Optuna sampler: relative sampling, errors, and a SIGKILL-and-resume durability test."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+optuna = pytest.importorskip("optuna", reason="the sampler targets Optuna's BaseSampler API")
+
+from optarium.bo.optuna_sampler import STATE_KEY, turbo_enn_sampler  # noqa: E402
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+SETTINGS = {"batch_size": 3, "seed": 0, "num_candidates": 100}
+
+
+def objective(trial) -> float:
+    x = [trial.suggest_float(f"x{i}", -2.0, 2.0) for i in range(3)]
+    lr = trial.suggest_float("lr", 1e-4, 1.0, log=True)
+    return sum((v - 0.3) ** 2 for v in x) + (torch.tensor(lr).log10().item() + 2.0) ** 2
+
+
+def test_study_uses_the_strategy_and_is_deterministic() -> None:
+    runs = []
+    for _ in range(2):
+        sampler = turbo_enn_sampler(**SETTINGS)
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(objective, n_trials=30)
+        runs.append([t.params for t in study.trials])
+        strat = sampler.strategy
+        assert strat is not None and len(strat.Y) == 30 and strat.minimize
+        assert strat.best_y == study.best_value
+        assert STATE_KEY in study.user_attrs
+    assert runs[0] == runs[1]
+    assert study.best_value < 0.5
+    assert all(1e-4 <= p["lr"] <= 1.0 for p in runs[0])
+    up = optuna.create_study(sampler=turbo_enn_sampler(**SETTINGS), direction="maximize")
+    up.optimize(lambda t: -objective(t), n_trials=5)
+    assert not up.sampler.strategy.minimize
+
+
+def test_unsupported_parameters_and_studies_raise() -> None:
+    study = optuna.create_study(sampler=turbo_enn_sampler())
+    with pytest.raises(ValueError, match=r"^search_space: parameter 'n'"):
+        study.optimize(lambda t: t.suggest_int("n", 0, 3), n_trials=1, catch=())
+    study = optuna.create_study(sampler=turbo_enn_sampler())
+    with pytest.raises(ValueError, match=r"^search_space: parameter 'c'"):
+        study.optimize(lambda t: float(len(t.suggest_categorical("c", ["a", "bb"]))), n_trials=1)
+    mo = optuna.create_study(sampler=turbo_enn_sampler(), directions=["minimize", "minimize"])
+    with pytest.raises(ValueError, match=r"^study: multi-objective"):
+        mo.optimize(lambda t: (t.suggest_float("x", 0, 1), 1.0), n_trials=1)
+
+
+def _child(db: str, marker: str, kill_at: int, total: int) -> None:
+    """One worker process: create or resume the SQLite study and run it up to ``total`` completed trials."""
+    torch.set_num_threads(1)
+    study = optuna.create_study(
+        study_name="s", storage=f"sqlite:///{db}", load_if_exists=True, sampler=turbo_enn_sampler(**SETTINGS)
+    )
+
+    def obj(trial) -> float:
+        value = objective(trial)
+        if trial.number == kill_at and not os.path.exists(marker):
+            Path(marker).touch()
+            time.sleep(120)  # killed here, mid-evaluation
+        return value
+
+    done = len(study.get_trials(states=(optuna.trial.TrialState.COMPLETE,)))
+    study.optimize(obj, n_trials=total - done)
+
+
+def test_sigkill_mid_run_then_resume_loses_nothing_and_continues_the_same_run(tmp_path: Path) -> None:
+    """A real worker process (forked, so it does not pay torch's import again) is killed with SIGKILL while
+    evaluating trial 13; a second process resumes the SQLite study."""
+    total, kill_at = 24, 13
+    db, marker = str(tmp_path / "study.db"), str(tmp_path / "marker")
+    ctx = multiprocessing.get_context("fork")
+    proc = ctx.Process(target=_child, args=(db, marker, kill_at, total))
+    proc.start()
+    deadline = time.monotonic() + 15
+    while not os.path.exists(marker):
+        assert proc.is_alive() and time.monotonic() < deadline
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join()
+    assert proc.exitcode == -signal.SIGKILL
+    storage = f"sqlite:///{db}"
+    killed = optuna.load_study(study_name="s", storage=storage)
+    before = [t for t in killed.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(before) == kill_at and killed.trials[kill_at].state == optuna.trial.TrialState.RUNNING
+
+    resume = ctx.Process(target=_child, args=(db, marker, kill_at, total))
+    resume.start()
+    resume.join(30)
+    assert resume.exitcode == 0
+    resumed = optuna.load_study(study_name="s", storage=storage)
+    complete = [t for t in resumed.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(complete) == total
+    # nothing completed before the kill was lost or changed
+    assert [(t.number, t.params, t.value) for t in complete[:kill_at]] == [
+        (t.number, t.params, t.value) for t in before
+    ]
+    # the resumed run is the uninterrupted one: same points and values in the same order
+    reference = optuna.create_study(sampler=turbo_enn_sampler(**SETTINGS))
+    reference.optimize(objective, n_trials=total)
+    assert [(t.params, t.value) for t in complete] == [(t.params, t.value) for t in reference.trials]
