@@ -38,6 +38,17 @@ def test_local_collectives_are_exact() -> None:
     torch.testing.assert_close(comm.gossip(Y, W).mean(0), Y.mean(0), rtol=1e-12, atol=1e-12)
 
 
+def test_gathers_return_copies_at_world_size_one() -> None:
+    """Mutating a gathered result never changes the input (as across processes, where it cannot)."""
+    X = _data()
+    keep = X.clone()
+    comm = Communicator.local(6)
+    for out in (comm.all_gather_clients(X), comm.gather_clients(X)):
+        assert out is not None and out.data_ptr() != X.data_ptr()
+        out += 1.0
+        assert torch.equal(X, keep)
+
+
 def test_accounting_per_client_and_direction() -> None:
     d = 40
     comm = Communicator.local(4)

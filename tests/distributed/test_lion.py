@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import sys
 
 import pytest
 import torch
@@ -12,6 +13,7 @@ from optarium.distributed import _testing
 from optarium.distributed.comm import Communicator
 from optarium.distributed.launch import launch
 from optarium.distributed.lion import DistributedLion, per_client_grads, unbiased_sign
+from optarium.optim._nonfinite import NonFiniteGradientError
 from optarium.optim.lion_vr import Lion, LionVR
 from optarium.problems.nonconvex_logistic import make_nonconvex_logistic
 
@@ -164,6 +166,112 @@ def test_bit_counter_per_client_per_step_per_direction(kwargs: dict, up: int, do
         assert 32 * d / (s["uplink_bits"] / steps) == pytest.approx(32 * d / up)
 
 
+@pytest.mark.parametrize(("compression", "per_step"), [("none", 16 * 8 + 32 * 8), ("unbiased_sign", 16 + 32)])
+def test_mixed_dtype_params_are_counted_at_their_own_width(compression: str, per_step: int) -> None:
+    """bfloat16 + float32 parameters: 16 and 32 bits per coordinate (torch.cat would promote to 32)."""
+    a, b = torch.zeros(8, dtype=torch.bfloat16), torch.zeros(8)
+    gen = torch.Generator().manual_seed(0)
+    G = [torch.randn(2, 8, generator=gen).to(torch.bfloat16), torch.randn(2, 8, generator=gen)]
+    opt = DistributedLion([a, b], Communicator.local(2), lr=1e-2, compression=compression)
+    for t in (1, 2):
+        opt.step(lambda xs: G)
+        assert opt.comm_stats()["uplink_bits"] == t * per_step
+    assert a.dtype == torch.bfloat16 and b.dtype == torch.float32
+
+
+_G3 = torch.tensor(
+    [
+        [1.0, -1.0, 2.0, -3.0, 0.5, -0.5],
+        [1.0, -2.0, -2.0, 3.0, 0.5, 0.5],
+        [-1.0, -1.0, 2.0, -3.0, -0.5, 0.5],
+    ],
+    dtype=torch.float64,
+)
+
+
+@pytest.mark.parametrize("compression", ["sign", "unbiased_sign"])
+def test_majority_vote_of_three_clients_by_hand(compression: str) -> None:
+    """beta1 = 0 so c_i = g_i; deterministic client signs (|c| = R for S_R); v = the majority sign."""
+    G = _G3 if compression == "sign" else 3.0 * _G3.sign()  # |c_ij| = R = 3: S_R(c) = sign(c) surely
+    kw = {"radius": 3.0} if compression == "unbiased_sign" else {}
+    x = torch.ones(6, dtype=torch.float64)
+    opt = DistributedLion(
+        [x], Communicator.local(3), lr=0.1, betas=(0.0, 0.5), weight_decay=0.5, compression=compression, **kw
+    )
+    opt.step(lambda xs: [G])
+    majority = torch.tensor([1.0, -1.0, 1.0, -1.0, 1.0, 1.0], dtype=torch.float64)  # counted by hand
+    expected = torch.ones(6, dtype=torch.float64) * (1 - 0.1 * 0.5) - 0.1 * majority
+    torch.testing.assert_close(x, expected, rtol=0, atol=1e-15)
+
+
+def test_majority_vote_ties_are_a_fair_coin() -> None:
+    """4 clients, 2 vs 2 on every coordinate: each tie is +1 with probability 1/2, fresh every step."""
+    d = 20_000
+    G = torch.cat([torch.ones(2, d), -torch.ones(2, d)]).double()
+    x = torch.zeros(d, dtype=torch.float64)
+    opt = DistributedLion([x], Communicator.local(4), lr=1.0, betas=(0.0, 0.5), compression="sign", seed=7)
+    opt.step(lambda xs: [G])
+    v1 = -x.clone()
+    assert bool(((v1 == 1) | (v1 == -1)).all())
+    frac = float((v1 == 1).double().mean())
+    assert abs(frac - 0.5) <= 4 * 0.5 / d**0.5  # binomial(d, 1/2): 4 SE
+    opt.step(lambda xs: [G])
+    v2 = -x - v1
+    agree = float((v1 == v2).double().mean())
+    assert abs(agree - 0.5) <= 4 * 0.5 / d**0.5  # independent coins from step to step
+
+
+def test_adaptive_radius_is_the_largest_client_sup_norm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """R_t = max_i ||c_i||_inf, with c_i = beta1 m_i + (1 - beta1) g_i computed by hand over two steps."""
+    lion_mod = sys.modules["optarium.distributed.lion"]
+    seen: list[torch.Tensor] = []
+    draw = lion_mod._sign_draw
+
+    def spy(v: torch.Tensor, r: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        seen.append(torch.as_tensor(r).clone())
+        return draw(v, r, u)
+
+    monkeypatch.setattr(lion_mod, "_sign_draw", spy)
+    gen = torch.Generator().manual_seed(1)
+    G1, G2 = torch.randn(3, 5, generator=gen), torch.randn(3, 5, generator=gen) * 4
+    b1, b2 = 0.9, 0.99
+    x = torch.zeros(5)
+    opt = DistributedLion([x], Communicator.local(3), lr=1e-2, betas=(b1, b2), compression="unbiased_sign")
+    opt.step(lambda xs: [G1])
+    opt.step(lambda xs: [G2])
+    c1 = (1 - b1) * G1.double()
+    c2 = b1 * (1 - b2) * G1.double() + (1 - b1) * G2.double()
+    for r, c in zip(seen, (c1, c2), strict=True):
+        assert r.shape == (1,) or r.numel() == 1
+        assert float(r) == pytest.approx(float(c.abs().amax(1).max()), rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "late"),
+    [
+        ({"compression": "unbiased_sign"}, r"^R \(the adaptive radius"),
+        ({"compression": "unbiased_sign", "radius": 1.0}, r"^c:"),
+        ({"compression": "sign"}, r"^c:"),
+    ],
+)
+def test_non_finite_values_raise_instead_of_becoming_signs(kwargs: dict, late: str) -> None:
+    G = torch.randn(3, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    x = torch.zeros(4, dtype=torch.float64)
+    opt = DistributedLion([x], Communicator.local(3), lr=1e-2, **kwargs)
+    for bad in (torch.nan, torch.inf):
+        Gb = G.clone()
+        Gb[1, 2] = bad
+        with pytest.raises(NonFiniteGradientError, match=r"^grad_fn:"):
+            opt.step(lambda xs, Gb=Gb: [Gb])
+        assert torch.equal(x, torch.zeros(4, dtype=torch.float64)) and not opt.state  # nothing touched
+    opt.step(lambda xs: [G])
+    x_ok = x.clone()
+    opt.state[x]["exp_avg"][0, 1] = torch.inf  # finite gradients, but c_0 overflows
+    with pytest.raises(NonFiniteGradientError, match=late):
+        opt.step(lambda xs: [G])
+    assert torch.equal(x, x_ok)
+
+
 def test_state_dict_round_trip_resumes_identically() -> None:
     prob = _prob()
     n, steps = 3, 12
@@ -209,8 +317,11 @@ def test_two_processes_give_the_same_iterates_and_bits() -> None:
     methods = ("dist-lion-vr", "dist-lion-vr-1bit")  # full-precision and 1-bit paths, both with VR
     ref = {m: exp._dist_unit(Communicator.local(1), m, plan, problem, 1, 15, 4, 5) for m in methods}
     calls = [(exp._dist_unit, (m, plan, problem, 1, 15, 4, 5)) for m in methods]
+    calls.append((_testing.lion_probe, (1,)))  # the 1-bit server on rank 1 instead of rank 0
     two = launch(_testing.run_many, 2, calls, n_clients=2, timeout_s=30)
+    server0 = _testing.lion_probe(Communicator.local(2), 0)
     for rank in range(2):
+        assert torch.equal(two[rank][-1], server0)
         for i, m in enumerate(methods):
             for a, b in zip(ref[m], two[rank][i], strict=True):
                 torch.testing.assert_close(

@@ -109,3 +109,25 @@ def test_rule_inconclusive_for_intermediate_or_too_few_seeds() -> None:
     assert exp.decide(_records(0.75, 1.0, jitter=0.1), {"cap": 10_000}).outcome == "inconclusive"
     one = exp.decide(_records(0.5, 1.0, seeds=1), {"cap": 10_000})
     assert one.outcome == "inconclusive" and math.isnan(one.figures["acc_slope_ci95"])
+
+
+@pytest.mark.parametrize("method", ["acc-exact", "ga-exact"])
+def test_censored_seed_is_counted_and_blocks_reproduced(method: str) -> None:
+    """A seed whose run hit the round cap is a failure of (ii), not a silently dropped seed."""
+    recs = _records(0.5, 1.0)
+    for r in recs:
+        if r["method"] == method and r["seed"] == 0 and r["kappa"] == KAPPAS[-1]:
+            r["rounds_to_tol"] = 10_001.0  # cap + 1: never reached the tolerance
+            r["converged"] = 0.0
+    v = exp.decide(recs, {"cap": 10_000})
+    name = method.split("-")[0]
+    assert v.figures[f"{name}_censored_seeds"] == 1 and v.figures[f"{name}_n"] == 3
+    other = "ga" if name == "acc" else "acc"
+    assert v.figures[f"{other}_censored_seeds"] == 0
+    assert v.outcome == "inconclusive", v.summary  # reproduced without the censored seed
+    assert "censored seeds" in v.summary
+
+
+def test_every_method_runs_at_the_requested_world_size() -> None:
+    assert exp.EXPERIMENT.distributed_methods == exp.METHODS
+    assert exp.EXPERIMENT.config("smoke", world_size=2)["world_size"] == 2

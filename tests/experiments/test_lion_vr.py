@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import optarium.experiments.lion_vr as exp
+from optarium.distributed.comm import Communicator
 from optarium.harness.runner import run_experiment
 
 
@@ -191,6 +192,7 @@ def test_distributed_rule_reproduced_not_reproduced_inconclusive() -> None:
         "bit_saving_expected"
     ] == pytest.approx(6400 / 232)
     assert figs["dist-lion-1bit_over_dist-lion_n16"] == pytest.approx(1.3)
+    assert "accounting check" in exp.decide_dist(_dist_records(-0.3, 1.3, 0.05), cfg)[2]
     assert exp.decide_dist(_dist_records(-0.3, 3.0, 0.05), cfg)[0] == "not reproduced"  # 1-bit > 2x worse
     assert exp.decide_dist(_dist_records(+0.3, 1.3, 0.05), cfg)[0] == "not reproduced"  # error grows with n
     assert exp.decide_dist(_dist_records(-0.3, 1.3, 0.05, up_fp=1000.0), cfg)[0] == "not reproduced"  # saving
@@ -215,3 +217,21 @@ def test_overall_outcome_needs_both_parts() -> None:
     assert exp.decide(central_unsure + dist_yes, cfg).outcome == "inconclusive"
     # the centralised figures keep their names and values
     assert v.figures["vr_vs_lion_mean_gap"] == pytest.approx(0.104)
+
+
+@pytest.mark.parametrize("method", ["dist-lion-1bit", "dist-adamw"])
+def test_distributed_tuning_runs_each_configuration_alone(method: str) -> None:
+    """Each lr is tuned with its own optimizer (no shared radius or random stream): the tuning scores are
+    those of the single runs that the held-out units perform."""
+    dc = exp.CONFIGS["smoke"]["dist"]
+    pc = dc["problem"]
+    problem = (pc["n"], pc["dim"], pc["alpha"], pc["flip"], pc["data_seed"])
+    run = (int(dc["steps"]), int(dc["batch_size"]), int(dc["record_every"]))
+    best, scores = exp._dist_tune.__wrapped__(method, 2, problem, *run)
+    single = []
+    for hp in exp.dist_grid(method):
+        res = exp._dist_train(Communicator.local(2), method, [hp], problem, 0, *run)
+        single.append(sum(v[0] for v in res["grad_l1"][-3:]) / 3)
+    assert len(scores) == 4 == len(single)
+    assert list(scores) == pytest.approx(single, rel=1e-12)
+    assert best == min(range(4), key=single.__getitem__)

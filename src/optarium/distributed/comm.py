@@ -319,9 +319,12 @@ class Communicator:
         return self.client_reduce(x, "max", bits_per_element=bits_per_element)
 
     def _gather_blocks(self, x: torch.Tensor) -> torch.Tensor:
-        """All clients' rows, stacked in global order (pads blocks to equal size for the collective)."""
+        """All clients' rows, stacked in global order (pads blocks to equal size for the collective).
+
+        Always a new tensor (a copy of ``x`` at world size 1), never a view of the input.
+        """
         if not self.distributed:
-            return x
+            return x.clone()
         size = max(len(b) for b in self.blocks)
         buf = x.new_zeros((size, *x.shape[1:]))
         buf[: self.n_local] = x
@@ -330,7 +333,7 @@ class Communicator:
         return torch.cat([p[: len(b)] for p, b in zip(parts, self.blocks, strict=True)])
 
     def all_gather_clients(self, x: torch.Tensor, *, bits_per_element: float | None = None) -> torch.Tensor:
-        """Every client's ``x`` on every rank: ``(n_clients, ...)`` in global client order."""
+        """Every client's ``x`` on every rank: ``(n_clients, ...)`` in global client order (a new tensor)."""
         self._check_block("x", x)
         out = self._gather_blocks(x)
         bits = self._payload_bits(x[0], bits_per_element)
@@ -343,13 +346,16 @@ class Communicator:
     ) -> torch.Tensor | None:
         """Every client's ``x`` (``(n_clients, ...)``, global order) on rank ``dst``; ``None`` elsewhere.
 
-        The uplink of a client -> server exchange (the server lives on rank ``dst``).
+        The uplink of a client -> server exchange (the server lives on rank ``dst``). The result is a new
+        tensor (a copy of ``x`` at world size 1), never a view of the input.
         """
         self._check_block("x", x)
         dst = check_int("dst", dst, minimum=0, maximum=self.world_size - 1)
-        out: torch.Tensor | None = x
+        out: torch.Tensor | None = None
         wire = 0
-        if self.distributed:
+        if not self.distributed:
+            out = x.clone()
+        else:
             size = max(len(b) for b in self.blocks)
             buf = x.new_zeros((size, *x.shape[1:]))
             buf[: self.n_local] = x

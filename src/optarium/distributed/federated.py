@@ -149,13 +149,13 @@ class HeterogeneousRidge:
         smallest on range(A) (dimension :math:`(M-1)d` for a connected graph).
         """
         m, d = self.n_clients, self.dim
-        dt = self.H.dtype
+        dt, dev = self.H.dtype, self.H.device
         if W is None:
-            U = torch.eye(m, dtype=dt) - torch.full((m, m), 1.0 / m, dtype=dt)
+            U = torch.eye(m, dtype=dt, device=dev) - torch.full((m, m), 1.0 / m, dtype=dt, device=dev)
         else:
-            lam, vec = torch.linalg.eigh(torch.eye(m, dtype=dt) - W.to(dt))
+            lam, vec = torch.linalg.eigh(torch.eye(m, dtype=dt, device=dev) - W.to(device=dev, dtype=dt))
             U = (vec * lam.clamp_min(0).sqrt()) @ vec.T
-        A = torch.kron(U, torch.eye(d, dtype=dt))
+        A = torch.kron(U, torch.eye(d, dtype=dt, device=dev))
         B = torch.block_diag(*self._H_inv)  # type: ignore[attr-defined]
         ev = torch.linalg.eigvalsh(A @ B @ A.T)
         top = ev[-(m - 1) * d :]

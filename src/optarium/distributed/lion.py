@@ -41,6 +41,13 @@ Communication per client, per step and per direction, as counted by ``comm.stats
 that for VR steps after the first); compressed :math:`d` bits (padded to a multiple of 8) with a fixed
 :math:`R`, :math:`d + 32` with the adaptive :math:`R`.
 
+Non-finite values. The compressed paths raise :class:`~optarium.optim._nonfinite.NonFiniteGradientError` (the
+optim family's ``nonfinite="raise"`` policy; there is no skip option here) when a client's gradient is NaN or
+inf, before any state is touched, and when :math:`c^i_t` or the adaptive :math:`R_t` is not finite (a sign of
+NaN would otherwise silently become :math:`\pm 1`). The full-precision path leaves NaN visible in :math:`x`.
+Mixed-dtype parameters are counted at each parameter's own width (the all-reduce payload is promoted to a
+common dtype, the logical message is not).
+
 Randomness does not depend on how clients are spread over ranks: every rank draws the uniforms of *all*
 clients from one generator (seeded by ``seed``) and keeps its rows; the server's draws use a second one.
 """
@@ -55,7 +62,8 @@ from torch.optim import Optimizer
 
 from optarium._core.seeding import derive_seed
 from optarium._core.validation import check_betas, check_choice, check_int, check_nonnegative, check_positive
-from optarium.distributed.comm import Communicator, pack_signs, unpack_signs
+from optarium.distributed.comm import Communicator, _bits_of, pack_signs, unpack_signs
+from optarium.optim._nonfinite import NonFiniteGradientError, grads_finite
 from optarium.optim.lion_vr import lion_update_
 
 __all__ = ["DistributedLion", "per_client_grads", "unbiased_sign"]
@@ -249,6 +257,11 @@ class DistributedLion(Optimizer):
             prev = [self.state[p]["prev_param"] for p in params]
             with torch.enable_grad():
                 h = self._grads(grad_fn, prev, params)
+        if self.compression != "none" and not grads_finite(g + (h or [])):
+            raise NonFiniteGradientError(
+                f"grad_fn: returned NaN or inf gradients on rank {self.comm.rank}; the compressed "
+                f"DistributedLion (compression={self.compression!r}) cannot take their signs"
+            )
         if self.variance_reduction:
             saved = [p.detach().clone() for p in params]
         if self.compression == "none":
@@ -265,7 +278,10 @@ class DistributedLion(Optimizer):
     ) -> None:
         n = self.comm.n_local
         flat = [t.reshape(n, -1) for t in g] + ([t.reshape(n, -1) for t in h] if h is not None else [])
-        mean = self.comm.client_mean(torch.cat(flat, dim=1))
+        # torch.cat promotes mixed dtypes: count each parameter at its own width (the logical message)
+        total = sum(p.numel() for p in params)
+        bpe = sum(p.numel() * _bits_of(p) for p in params) / max(total, 1)
+        mean = self.comm.client_mean(torch.cat(flat, dim=1), bits_per_element=bpe)
         sizes = [p.numel() for p in params]
         parts = list(mean.split(sizes * (2 if h is not None else 1)))
         gbar = {p: parts[i].view_as(p) for i, p in enumerate(params)}
@@ -289,6 +305,13 @@ class DistributedLion(Optimizer):
                 beta2=beta2,
                 weight_decay=group["weight_decay"],
                 prev_grads=[hbar[p] for p in ps] if hbar is not None else None,
+            )
+
+    def _check_finite(self, t: torch.Tensor, what: str) -> None:
+        if not bool(torch.isfinite(t).all()):
+            raise NonFiniteGradientError(
+                f"{what}: not finite on rank {self.comm.rank} (compression={self.compression!r}); a NaN or "
+                "inf cannot be sent as a sign (check the gradients, the learning rate and the momentum)"
             )
 
     def _step_compressed(
@@ -316,6 +339,7 @@ class DistributedLion(Optimizer):
         D = C.shape[1]
         one = torch.ones((), dtype=C.dtype, device=C.device)
         if self.compression == "sign":
+            self._check_finite(C, "c")
             S = torch.where(C >= 0, one, -one)
         else:
             # the uniforms of all clients, one generator on every rank, this process's rows
@@ -323,11 +347,16 @@ class DistributedLion(Optimizer):
             U = comm.shard(U)
             if self.radius is None:
                 local = C.abs().amax(dim=1, keepdim=True).to(torch.float32)
+                # a non-finite c_i makes its row inf, so every rank sees R = inf and raises together
+                inf = torch.full_like(local, torch.inf)
+                local = torch.where(torch.isfinite(C).all(dim=1, keepdim=True), local, inf)
                 R = comm.client_max(local).to(C.dtype)  # one float32 each way
+                self._check_finite(R, "R (the adaptive radius max_i ||c_i||_inf)")
                 R = torch.where(R > 0, R, one)
                 # float32 rounding may put R a hair below max|c|: clamp (probabilities stay in [0, 1])
                 S = _sign_draw(torch.maximum(torch.minimum(C, R), -R), R, U)
             else:
+                self._check_finite(C, "c")
                 S = unbiased_sign(C, self.radius, uniforms=U, clip=True)
         gathered = comm.gather_clients(pack_signs(S), dst=self.server_rank)
         nbytes = (D + 7) // 8

@@ -45,10 +45,10 @@ _ER_TRIES = 100
 
 
 def is_connected(A: torch.Tensor) -> bool:
-    """Whether the undirected graph with adjacency (nonzero pattern of) ``A`` is connected."""
+    """Whether the undirected graph with adjacency (nonzero pattern of) ``A`` is connected (on A's device)."""
     n = A.shape[0]
     adj = (A != 0) | (A.T != 0)
-    seen = torch.zeros(n, dtype=torch.bool)
+    seen = torch.zeros(n, dtype=torch.bool, device=A.device)
     seen[0] = True
     frontier = seen.clone()
     while bool(frontier.any()):
