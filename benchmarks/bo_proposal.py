@@ -14,6 +14,9 @@ shared default ``min(5000, 100 d)``. Compared:
   proposal per N, its L-BFGS fit capped at ``--gp-maxiter`` iterations (default 20: exact GP fits at N = 4000
   are slow, so the cap makes the GP side *faster* than an uncapped fit and the ratios conservative).
 
+Note: ennbo fits its ENN scales inside ``tell`` (about 0.2 ms at N = 1000, d = 10), so its ``ask`` timed here
+excludes the fit, while ours fits at the start of ``ask`` (about 0.5 ms of it).
+
 Targets (from the issue; measured and reported, never asserted):
 
 - TuRBO-ENN proposal time <= 1.0x ennbo's at N = 1000;

@@ -257,3 +257,29 @@ def test_side_by_side_with_ennbo() -> None:
         assert np.abs(ref.mu[:, 0] - y[:50, 0].numpy()).max() <= 5e-5 * sy
         post = ENN(x, y, eps=1e-15).posterior(x[:50], ENNParams(10, 1.0, 0.0))
         assert (post.mean - y[:50]).abs().max() <= 1e-6 * sy and post.stddev.max() < 1e-4 * sy
+
+
+@pytest.mark.parametrize(("n", "N", "kk"), [(40, 5000, 11), (30, 4099, 3), (25, 6007, 16), (20, 4096, 1)])
+def test_two_level_selection_returns_the_kk_smallest_values(n: int, N: int, kk: int) -> None:
+    g = torch.Generator().manual_seed(N)
+    d2 = torch.rand(n, N, generator=g, dtype=DT)
+    d2[:, ::7] = d2[:, :1]  # many exact ties
+    d2[:2, ::3] = 0.0  # rows with more than _CAP entries <= t: the fallback
+    ref = torch.topk(d2, kk, -1, largest=False).values.sort(-1).values
+    idx = enn_mod._smallest(d2, kk)
+    assert idx.shape == (n, kk) and (idx.sort(-1).values.diff(dim=-1) > 0).all()  # kk distinct columns
+    assert torch.equal(d2.gather(1, idx).sort(-1).values, ref)
+    # the integer-view topk of the narrow path agrees as well
+    assert torch.equal(d2.gather(1, enn_mod._topk_smallest(d2, kk)).sort(-1).values, ref)
+
+
+def test_wide_search_matches_brute_force_neighbours() -> None:
+    x, y = _data(n=6000, d=5)
+    q = torch.rand(300, 5, generator=torch.Generator().manual_seed(7), dtype=DT)
+    q[:5] = x[100:105]  # queries at training points: exact distance 0 first
+    idx, d2 = ENN(x, y).neighbors(q, 10)
+    ref = (q.unsqueeze(1) - x.unsqueeze(0)).square().sum(-1)
+    ref_d2, ref_idx = ref.sort(dim=-1, stable=True)
+    assert torch.equal(idx, ref_idx[:, :10])
+    torch.testing.assert_close(d2, ref_d2[:, :10], atol=0, rtol=0)
+    assert (d2[:5, 0] == 0).all()

@@ -92,3 +92,20 @@ def test_state_dict_round_trip_and_bad_input() -> None:
         TrustRegion(3, length_init=2.0)
     with pytest.raises(ValueError, match=r"^dim"):
         TrustRegion(0)
+
+
+def test_a_kept_sobol_engine_continues_one_sequence() -> None:
+    center = torch.full((4,), 0.5, dtype=torch.float64)
+    lo, hi = trust_region_bounds(center, 1.0)
+    g = torch.Generator().manual_seed(0)
+    ref = torch.quasirandom.SobolEngine(4, scramble=True, seed=7).draw(64, dtype=torch.float64)
+    engine = torch.quasirandom.SobolEngine(4, scramble=True, seed=7)
+    a = raasp_candidates(center, lo, hi, 32, generator=g, prob=1.0, engine=engine)
+    b = raasp_candidates(center, lo, hi, 32, generator=g, prob=1.0, engine=engine)
+    assert torch.equal(torch.cat([a, b]), ref)
+    # fast_forward reproduces the continuation (what TurboStrategy.load_state_dict relies on)
+    resumed = torch.quasirandom.SobolEngine(4, scramble=True, seed=7)
+    resumed.fast_forward(32)
+    assert torch.equal(resumed.draw(32, dtype=torch.float64), ref[32:])
+    with pytest.raises(ValueError, match=r"^engine"):
+        raasp_candidates(center, lo, hi, 8, engine=torch.quasirandom.SobolEngine(3, scramble=True, seed=0))

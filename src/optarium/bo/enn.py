@@ -25,9 +25,12 @@ one neighbour search: O(P N) search plus O(candidates P K) arithmetic.
 
 Implementation notes (where we differ from ``ennbo``): exact brute-force K-NN in torch, in float64, in query
 chunks sized so memory stays O(N * chunk) with chunk * N bounded (never N x N). Neighbours are *selected*
-with the matrix-product form of the squared distance and their distances then *recomputed* by direct
-differences, so a query at a training point is at distance exactly 0 (``ennbo`` works in single precision) and
-the posterior is differentiable in ``x`` (used by the BoTorch adapter). Many parameter pairs are evaluated in
+with the matrix-product form of the squared distance (one ``addmm`` per chunk, clamped at 0, ranked by
+``topk`` on its bits read as int64, which orders non-negative doubles exactly and is faster than a float
+``topk``; for wide chunks, N >= 4096, an exact two-level block-minimum selection, :func:`_smallest`) and
+their distances then *recomputed* by direct differences, so a query at a training point is at distance exactly
+0 (``ennbo`` works in single precision) and the posterior is differentiable in ``x`` (used by the BoTorch
+adapter). Many parameter pairs are evaluated in
 one batched call (:meth:`ENN.posterior_batch`).
 """
 
@@ -46,6 +49,69 @@ __all__ = ["ENN", "ENNParams", "ENNPosterior", "fit_enn_params", "loo_log_likeli
 
 #: Elements of one (chunk x N) distance block; bounds the search's working memory (32 MiB in float64).
 _BLOCK_ELEMS = 1 << 22
+#: Candidate slots per row in the second stage of :func:`_smallest` (a narrow, cheap ``topk``).
+_CAP = 20
+#: Columns below which plain ``topk`` is as fast (measured, 1 thread) and is used.
+_MIN_COLS = 4096
+#: Integer views whose order equals the order of non-negative floats of the same width.
+_INT_VIEW = {torch.float64: torch.int64, torch.float32: torch.int32}
+
+
+def _topk_smallest(v: torch.Tensor, kk: int) -> torch.Tensor:
+    """``topk`` indices of the ``kk`` smallest of each row of a non-negative float tensor. Non-negative IEEE
+    floats order exactly like their bit patterns read as integers, and integer ``topk`` is faster."""
+    iv = _INT_VIEW.get(v.dtype)
+    keys = v if iv is None else v.view(iv)
+    return torch.topk(keys, kk, dim=-1, largest=False, sorted=False).indices
+
+
+def _smallest(d2: torch.Tensor, kk: int) -> torch.Tensor:
+    """Column indices ``(n, kk)`` (unordered) of the ``kk`` smallest entries of each row of the non-negative
+    ``d2`` (values exact; ties may be broken either way).
+
+    Wide rows (``N >= _MIN_COLS``) use an exact two-level selection: the columns form ``nb`` strided blocks
+    (column ``j`` in block ``j mod nb``) whose minima come from one cheap reduction; the ``kk`` smallest
+    entries lie in the ``kk`` blocks with the smallest minima and are ``<= t``, the largest of those ``kk``
+    minima (each minimum is itself a candidate, so the selected *values* are exactly the ``kk`` smallest).
+    The few entries ``<= t`` of those blocks (about ``kk``) are compacted to at most ``_CAP`` per row and a
+    narrow ``topk`` picks the ``kk``; rows with more (rare) fall back to ``topk`` over their blocks. Narrow
+    rows use one ``topk``.
+    """
+    n, N = d2.shape
+    nb = max(4 * kk, math.isqrt(3 * kk * N))
+    if N < _MIN_COLS or kk > _CAP - 4 or N < 4 * nb:
+        return _topk_smallest(d2, kk)
+    B = N // nb
+    M = B * nb
+    rem = N - M
+    mins = d2[:, :M].view(n, B, nb).amin(1)  # (n, nb)
+    if rem:
+        mins[:, :rem] = torch.minimum(mins[:, :rem], d2[:, M:])
+    blocks = _topk_smallest(mins, kk)
+    t = mins.gather(1, blocks).amax(-1, keepdim=True)
+    steps = torch.arange(B + (rem > 0), device=d2.device) * nb
+    cols = (blocks.unsqueeze(-1) + steps).view(n, -1)  # (n, kk * B'): every column of the kk blocks
+    if rem:  # blocks j >= rem have no entry in the last row of the layout
+        missing = cols >= N
+        cols.clamp_(max=N - 1)
+    vals = d2.gather(1, cols)
+    if rem:
+        vals.masked_fill_(missing, math.inf)
+    # compact the entries <= t (in order) into _CAP slots; slot 0 of `slot` collects the rest
+    keep = vals <= t
+    pos = keep.cumsum(1)
+    count = pos[:, -1].clone()
+    pos.mul_(keep).clamp_(max=_CAP)
+    slot = torch.zeros(n, _CAP + 1, dtype=torch.long, device=d2.device)
+    slot.scatter_(1, pos, torch.arange(cols.shape[1], device=d2.device).expand(n, -1))
+    slot = slot[:, 1:]
+    cand = vals.gather(1, slot)
+    cand.masked_fill_(torch.arange(1, _CAP + 1, device=d2.device) > count.unsqueeze(-1), math.inf)
+    pick = slot.gather(1, _topk_smallest(cand, kk))
+    over = torch.nonzero(count > _CAP).squeeze(-1)
+    if over.numel():
+        pick[over] = _topk_smallest(vals[over], kk)
+    return cols.gather(1, pick)
 
 
 @dataclass(frozen=True)
@@ -193,6 +259,7 @@ class ENN:
         self.X = torch.cat([self.X, x]) if self.n else x.clone()
         self.Y = torch.cat([self.Y, y]) if self.Y.numel() else y.clone()
         self._sqnorm = self.X.square().sum(-1)
+        self._XT = torch.cat([self.X, -0.5 * self._sqnorm.unsqueeze(-1)], 1).T.contiguous()
         self._standardise()
 
     def _standardise(self) -> None:
@@ -222,8 +289,9 @@ class ENN:
         """Indices ``(n, k')`` and squared distances ``(n, k')`` of the nearest training points, sorted by
         distance (ties by index); ``k' = min(k, N)`` (``min(k, N - 1)`` when ``exclude_nearest``).
 
-        Brute force in query chunks; memory O(chunk * N) with chunk * N <= 4M elements. Distances of the
-        selected neighbours are recomputed by direct differences (exact 0 at a training point; diff.).
+        Brute force in query chunks; memory O(chunk * N) with chunk * N <= 4M elements; selection by
+        :func:`_smallest`. Distances of the selected neighbours are recomputed by direct differences (exact 0
+        at a training point; differentiable).
         """
         k = check_int("k", k, minimum=1)
         if exclude_nearest and self.n < 2:
@@ -238,10 +306,12 @@ class ENN:
         with torch.no_grad():
             for s in range(0, xd.shape[0], chunk):
                 q = xd[s : s + chunk]
-                d2 = torch.addmm(self._sqnorm.unsqueeze(0), q, self.X.T, alpha=-2.0)
-                d2.add_(qn[s : s + chunk].unsqueeze(-1))
                 if kk < self.n:
-                    idx_parts.append(torch.topk(d2, kk, dim=-1, largest=False, sorted=False).indices)
+                    # |q|^2 - 2 [q, 1].[x_j, -|x_j|^2 / 2] in one product, clamped at 0; non-negative doubles
+                    # order like their bit patterns read as int64, and integer topk is faster than float
+                    q1 = torch.cat([q, q.new_ones(q.shape[0], 1)], 1)
+                    d2 = torch.addmm(qn[s : s + chunk].unsqueeze(-1), q1, self._XT, alpha=-2.0)
+                    idx_parts.append(_smallest(d2.clamp_(min=0.0), kk))
                 else:
                     idx_parts.append(torch.arange(self.n, device=x.device).expand(q.shape[0], self.n))
         idx = torch.cat(idx_parts) if idx_parts else torch.empty(0, kk, dtype=torch.long, device=x.device)

@@ -147,15 +147,24 @@ def raasp_candidates(
     generator: torch.Generator | None = None,
     prob: float | None = None,
     sobol: bool = True,
+    engine: torch.quasirandom.SobolEngine | None = None,
 ) -> torch.Tensor:
-    """``n`` RAASP candidates ``(n, d)``: the incumbent with random coordinates redrawn in the TR."""
+    """``n`` RAASP candidates ``(n, d)``: the incumbent with random coordinates redrawn in the TR.
+
+    With ``sobol=True`` the redrawn coordinates come from ``engine`` (a scrambled ``d``-dimensional
+    :class:`torch.quasirandom.SobolEngine` that continues its sequence across calls; the strategies keep one)
+    or, without it, from a fresh engine scrambled with a seed drawn from ``generator``.
+    """
     n = check_int("n", n, minimum=1)
     d = center.shape[-1]
     p = min(1.0, 20.0 / d) if prob is None else prob
     if sobol:
-        seed = int(torch.randint(2**31 - 1, (1,), generator=generator))
-        u = torch.quasirandom.SobolEngine(d, scramble=True, seed=seed).draw(n, dtype=center.dtype)
-        u = u.to(center.device)
+        if engine is None:
+            seed = int(torch.randint(2**31 - 1, (1,), generator=generator))
+            engine = torch.quasirandom.SobolEngine(d, scramble=True, seed=seed)
+        elif engine.dimension != d:
+            raise ValueError(f"engine: must have dimension {d}, got {engine.dimension}")
+        u = engine.draw(n, dtype=center.dtype).to(center.device)
     else:
         u = torch.rand(n, d, generator=generator, dtype=center.dtype).to(center.device)
     pert = lower + (upper - lower) * u

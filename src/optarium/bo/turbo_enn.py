@@ -18,11 +18,12 @@ One loop (:class:`TurboStrategy`), four surrogates/acquisitions that differ only
 Loop (TuRBO-1 with one trust region, in the unit cube, maximising the signed objective): a Latin-hypercube
 initial design of ``num_init`` points (default ``max(2d, q)`` rounded up to a multiple of ``q``); then each
 proposal centres the trust region at the incumbent of the current TR run (ties at random), draws
-``num_candidates`` (default ``min(5000, 100 d)``) RAASP candidates inside it, and selects ``q`` with the
-acquisition. Results told since the previous proposal are processed as one batch at the next ``ask`` (the
-success/failure counters of :class:`~optarium.bo.trust_region.TrustRegion`; on a restart the TR run's data are
-dropped from the surrogate, a new design is queued and the global best is kept), so points may be told one at
-a time (Optuna) or in batches, and ``ask(n)`` accepts any ``n``.
+``num_candidates`` (default ``min(5000, 100 d)``) RAASP candidates inside it (Sobol draws continue one
+scrambled sequence per strategy, seeded from its generator at first use and kept in :meth:`state_dict`), and
+selects ``q`` with the acquisition. Results told since the previous proposal are processed as one batch at
+the next ``ask`` (the success/failure counters of :class:`~optarium.bo.trust_region.TrustRegion`; on a
+restart the TR run's data are dropped from the surrogate, a new design is queued and the global best is
+kept), so points may be told one at a time (Optuna) or in batches, and ``ask(n)`` accepts any ``n``.
 
 Deviations: ENN distances in float64 (``ennbo``: float32); the warm-start pair of the first fit is (1, 0).
 """
@@ -97,6 +98,8 @@ class TurboStrategy(AskTellStrategy):
         self.n_restarts = 0
         self._queue = latin_hypercube(self.num_init, d, generator=self.generator, dtype=self.dtype)
         self.timings: dict[str, list[float]] = {"fit": [], "acquisition": []}
+        self._sobol: torch.quasirandom.SobolEngine | None = None
+        self._sobol_seed: int | None = None
 
     # --------------------------------------------------------------- helpers
     @property
@@ -108,6 +111,14 @@ class TurboStrategy(AskTellStrategy):
     def trust_region(self) -> TrustRegion:
         """The trust-region state."""
         return self._tr
+
+    def _sobol_engine(self) -> torch.quasirandom.SobolEngine:
+        """The one scrambled Sobol engine of the RAASP draws, seeded from the generator at its first use
+        and continued across proposals (re-scrambling an engine per proposal costs more than the draw)."""
+        if self._sobol is None:
+            self._sobol_seed = int(torch.randint(2**31 - 1, (1,), generator=self.generator))
+            self._sobol = torch.quasirandom.SobolEngine(self.dim, scramble=True, seed=self._sobol_seed)
+        return self._sobol
 
     def _to_unit(self, x: torch.Tensor) -> torch.Tensor:
         return (x - self.bounds[0]) / (self.bounds[1] - self.bounds[0])
@@ -171,6 +182,7 @@ class TurboStrategy(AskTellStrategy):
             self.num_candidates,
             generator=self.generator,
             sobol=self.candidate_rv == "sobol",
+            engine=self._sobol_engine() if self.candidate_rv == "sobol" else None,
         )
         idx = self._acquire(cands, q)
         if idx.numel() < q:  # fewer candidates than requested: pad with fresh RAASP draws
@@ -203,6 +215,7 @@ class TurboStrategy(AskTellStrategy):
             processed=self._processed,
             n_restarts=self.n_restarts,
             queue=self._queue.clone(),
+            sobol=None if self._sobol is None else (self._sobol_seed, int(self._sobol.num_generated)),
         )
         return state
 
@@ -214,6 +227,12 @@ class TurboStrategy(AskTellStrategy):
         self._processed = int(state["processed"])
         self.n_restarts = int(state["n_restarts"])
         self._queue = state["queue"].to(self.bounds)
+        sobol = state.get("sobol")
+        self._sobol = self._sobol_seed = None
+        if sobol is not None:
+            self._sobol_seed = int(sobol[0])
+            self._sobol = torch.quasirandom.SobolEngine(self.dim, scramble=True, seed=self._sobol_seed)
+            self._sobol.fast_forward(int(sobol[1]))
         if not 0 <= self._tr_start <= self._processed <= self.Y.shape[0]:
             raise ValueError("state: inconsistent tr_start/processed counts for the data")
         self._on_restart()
