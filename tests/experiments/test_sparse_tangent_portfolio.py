@@ -71,6 +71,14 @@ def test_universe_size_effect_rule() -> None:
     assert exp.decide(_synth_records(shrink), cfg).outcome == "not reproduced"
     flat = {20: [0.1, -0.1, 0.2, 0.0, 0.05], 50: [0.1] * 5, 100: [0.12, -0.1, 0.0, 0.2, 0.01]}
     assert exp.decide(_synth_records(flat), cfg).outcome == "inconclusive"
+    # a "worse" vs historical decides the verdict, but G is still reported
+    recs = [
+        {**r, "model_sharpe": 2.0} if r["method"] == "historical" and r["setting"] == 1 else r
+        for r in _synth_records(grow)
+    ]
+    v = exp.decide(recs, cfg)
+    assert v.outcome == "not reproduced" and v.figures["s1_synthetic_k10_n50_label_historical"] == "worse"
+    assert v.figures["G_universe_effect"] == pytest.approx(0.3 + 0.004 - 0.001)
 
 
 def test_block_bootstrap_is_stationary_with_mean_block_21() -> None:

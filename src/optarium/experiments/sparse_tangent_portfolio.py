@@ -19,6 +19,30 @@ asset, persistence 0.98) that the predictor sees as extra features; a fresh draw
 (last 2 validate), 10 years test; metric: the model-implied (population) Sharpe of each decision averaged
 over test rebalances.
 
+Noise calibration (done before any method was run on the synthetic universes; no DFL/baseline result was
+looked at). Rule: one common factor ``NOISE_SCALE`` = c multiplies both noise levels (factor vol 0.4 % and
+idiosyncratic vol 0.8 % daily at c = 1), the same for every n, so n is the only thing that differs between
+universes. The oracle is the spec's: the exact-k (k = 10) long-only max-Sharpe portfolio on the true model,
+i.e. under the true mean drift over each holding period and the true covariance, scored by the model-implied
+annualised Sharpe and averaged over the 120 test rebalances and seeds 0-4 (the same metric as
+``model_sharpe``). It was measured at c = 1 (exact enumeration with :func:`tangent_oracle` at n = 20 on 11
+test dates agreed with the bounds below; at n = 50 and 100 it lies between a feasible k-sparse portfolio,
+i.e. the tangency re-solved on the top-k of the long-only tangency or of alpha/sigma, and the long-only
+tangency on all n): 0.511 (n = 20), 0.652-0.654 (n = 50), 0.773-0.798 (n = 100). Model Sharpe scales as 1/c,
+and the oracle rises about 1.53x from n = 20 to n = 100, so no single c puts all three strictly inside
+[1, 1.5]. c is the log-centre fit c = sqrt(O_20 O_100 / 1.5) = 0.517, rounded to 0.52 (factor vol 0.208 %,
+idiosyncratic 0.416 %). Measured again at c = 0.52: oracle 0.982 (n = 20), 1.254-1.258 (n = 50),
+1.487-1.534 (n = 100). For comparison, the unconstrained long-short tangency sqrt(alpha' Sigma^-1 alpha) is
+1.96 / 3.09 / 4.44. Quick and smoke: quick is S&P-only and unchanged; the smoke synthetic check (n = 8) uses
+the same c.
+
+Full-scale budget (measured, not shrunk). Before the run: one DFL fit at n = 100 (30 epochs x 7 batches
+of 32 plus validation) took 143 s of CPU (156 s wall) under the shared load, the pf fit 7.6 s; estimate
+about 1,250 s of CPU for all 20 units, 13-20 min wall with ``jobs=2``, inside the 30 min budget, so epochs
+and batches are the spec's for every method. The full run then took 11 min 36 s wall (``jobs=2``): DFL units
+98-134 s for seeds 3-4 (synthetic only) and 226-446 s for seeds 0-2 (plus the three S&P settings); pf
+12-23 s, historical about 2 s, 1/N under 1 s.
+
 Verdict rule (the spec's, stated before running). Per setting and baseline b: dSR_b = SR(dfl) - SR(b)
 averaged over seeds; real data: SE by a stationary block bootstrap of the paired test days (mean block 21,
 1,000 resamples, the same days for every method and seed); synthetic: SE across seeds. "better" if dSR >
@@ -102,6 +126,9 @@ CONFIGS: dict[str, dict[str, Any]] = {
     },
 }
 HORIZON = 21
+#: Common factor on the synthetic noise levels (factor 0.4 %, idiosyncratic 0.8 % daily at 1.0), calibrated so
+#: that the exact-k population oracle Sharpe is about 1-1.5 for n = 20, 50, 100 (module docstring).
+NOISE_SCALE = 0.52
 
 
 # ==========================================================================================================
@@ -131,7 +158,7 @@ def synthetic_universe(seed: int, n: int, days: int, n_factors: int = 5) -> dict
     dt = torch.float64
     b = 0.5 * torch.randn(n, n_factors, generator=g, dtype=dt)
     b[:, 0] += 1.0  # a market factor
-    sf, se = 0.004, 0.008
+    sf, se = 0.004 * NOISE_SCALE, 0.008 * NOISE_SCALE  # calibrated: see the module docstring
     a = torch.randn(n, 2, generator=g, dtype=dt)
     phi = 0.98
     innov = torch.randn(days, n, 2, generator=g, dtype=dt) * math.sqrt(1 - phi**2)
@@ -368,17 +395,19 @@ def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> V
     figures["n_worse_vs_pf_or_historical"] = len(worse)
     figures["n_better"] = len(better)
     has_synth = any(s["data"] == "synthetic" for s in config["settings"])
+    g = se_g = math.nan
+    if has_synth and len(synth) >= 2:  # reported even when a "worse" label decides the verdict
+        ns = sorted(synth)
+        g = synth[ns[-1]]["mean"] - synth[ns[0]]["mean"]
+        se_g = math.sqrt(synth[ns[-1]]["se"] ** 2 + synth[ns[0]]["se"] ** 2)  # independent draws per n
+        figures.update({"G_universe_effect": g, "G_se": se_g})
     if not labels:
         return Verdict("inconclusive", figures, "no paired comparison could be formed")
     if worse:
         return Verdict(
             "not reproduced", figures, f"DFL worse than pf/historical in {len(worse)} comparison(s)"
         )
-    if has_synth and len(synth) >= 2:
-        ns = sorted(synth)
-        g = synth[ns[-1]]["mean"] - synth[ns[0]]["mean"]
-        se_g = math.sqrt(synth[ns[-1]]["se"] ** 2 + synth[ns[0]]["se"] ** 2)
-        figures.update({"G_universe_effect": g, "G_se": se_g})
+    if math.isfinite(g):
         if g > 2 * se_g:
             return Verdict("reproduced", figures, f"no worse; G = {g:.3f} > 2 SE ({se_g:.3f})")
         if g < -2 * se_g:
@@ -434,7 +463,9 @@ EXPERIMENT = register(
         scaled_down=(
             "S&P-20 from skfolio instead of four markets; synthetic factor universes n in {20, 50, 100} for "
             "the universe-size effect (full only); predictor, top-k operator, solver and hyperparameters are "
-            "the spec's reconstruction (paper details not found); quick: k=5, 2 seeds, 10 epochs"
+            "the spec's reconstruction (paper details not found); quick: k=5, 2 seeds, 10 epochs; synthetic "
+            "noise x0.52 so the exact-k population oracle Sharpe is 0.98 / 1.25 / 1.49-1.53 (n = 20/50/100); "
+            "full uses the spec's 30 epochs and batch 32 (not shrunk)"
         ),
     )
 )
