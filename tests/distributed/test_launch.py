@@ -86,7 +86,9 @@ def test_rank_outliving_its_finished_peers_is_killed_and_named() -> None:
 @pytest.mark.distributed
 def test_deadline_kills_and_names_the_running_rank() -> None:
     start = time.monotonic()
-    with pytest.raises(DistributedError, match=r"^rank 1 was still running at the deadline \(deadline_s=8\)"):
+    # Rank 1 must be named; on a loaded machine rank 0 may still be starting up at the deadline and is then
+    # named too (both are killed), so the message is not anchored to rank 1 coming first.
+    with pytest.raises(DistributedError, match=r"rank 1 was still running at the deadline \(deadline_s=8\)"):
         launch(_testing.sleep_after, 2, 60.0, n_clients=2, timeout_s=60, deadline_s=8)
     assert 8.0 <= time.monotonic() - start < 30.0
     assert multiprocessing.active_children() == []
