@@ -377,10 +377,8 @@ def _sorted_values(
 
 
 def _smooth_sort_values(z: torch.Tensor, descending: bool, softness: Any, mode: str) -> torch.Tensor:
-    try:
-        from optarium.soft._smooth_sort import smooth_sort_values
-    except ImportError as exc:  # pragma: no cover - only while the module is missing
-        raise NotImplementedError("method: 'smooth_sort' is not available in this build") from exc
+    from optarium.soft._smooth_sort import smooth_sort_values
+
     return smooth_sort_values(z, softness=softness, mode=mode, descending=descending)
 
 
@@ -828,10 +826,8 @@ def rank(
 
 
 def _smooth_sort_ranks(z: torch.Tensor, descending: bool, softness: Any, mode: str) -> torch.Tensor:
-    try:
-        from optarium.soft._smooth_sort import smooth_sort_ranks
-    except ImportError as exc:  # pragma: no cover - only while the module is missing
-        raise NotImplementedError("method: 'smooth_sort' is not available in this build") from exc
+    from optarium.soft._smooth_sort import smooth_sort_ranks
+
     return smooth_sort_ranks(z, softness=softness, mode=mode, descending=descending)
 
 
