@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from optarium._core.pareto import non_dominated
 from optarium._core.validation import check_int, check_type
 
 __all__ = ["AskTellStrategy"]
@@ -119,11 +120,7 @@ class AskTellStrategy(ABC):
         if self.Y.shape[0] == 0:
             raise RuntimeError("no evaluations yet: call tell() first")
         Y = self.Y.reshape(self.Y.shape[0], -1)
-        Y = Y if self.minimize else -Y
-        # i is dominated if some j is <= in every objective and < in one (O(N^2 m), fine for BO data sizes).
-        le = (Y.unsqueeze(0) <= Y.unsqueeze(1)).all(-1)
-        lt = (Y.unsqueeze(0) < Y.unsqueeze(1)).any(-1)
-        return ~(le & lt).any(1)
+        return non_dominated(Y if self.minimize else -Y)
 
     @property
     def pareto_x(self) -> torch.Tensor:

@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import torch
 
+from optarium._core.pareto import non_dominated
 from optarium._core.validation import check_finite, check_int, check_type
 
 __all__ = ["non_dominated_mask", "non_dominated_ranks", "pareto_select", "ucb_select"]
-
-#: Pairwise comparisons per block in the general (m > 2) non-dominated test.
-_BLOCK = 1 << 22
 
 
 def _check_scores(name: str, Y: torch.Tensor) -> torch.Tensor:
@@ -39,39 +37,11 @@ def non_dominated_mask(Y: torch.Tensor, *, maximize: bool = False) -> torch.Tens
     """Boolean mask ``(n,)`` of the rows of ``Y`` (shape ``(n, m)``) that no other row dominates.
 
     Row ``j`` dominates row ``i`` if it is at least as good in every column and strictly better in one
-    (``maximize=False``: smaller is better). Duplicated rows do not dominate each other. Two columns use an
-    O(n log n) sort-and-sweep; more columns a blocked pairwise test (O(n^2 m) time, O(block) memory).
+    (``maximize=False``: smaller is better). Duplicated rows do not dominate each other. The test is
+    :func:`optarium._core.pareto.non_dominated`.
     """
     Y = _check_scores("Y", Y)
-    n, m = Y.shape
-    if n == 0:
-        return torch.zeros(0, dtype=torch.bool, device=Y.device)
-    Z = -Y if maximize else Y  # minimise Z
-    if m == 1:
-        return Z[:, 0] == Z[:, 0].min()
-    if m == 2:
-        # sort rows by (a, b) ascending (two stable sorts); duplicates become adjacent groups
-        order = torch.argsort(Z[:, 1], stable=True)
-        order = order[torch.argsort(Z[order, 0], stable=True)]
-        a, b = Z[order, 0], Z[order, 1]
-        start = torch.ones(n, dtype=torch.bool, device=Y.device)
-        start[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
-        pos = torch.arange(n, device=Y.device)
-        group_start = torch.cummax(torch.where(start, pos, torch.zeros_like(pos)), 0).values
-        prev = torch.cat([b.new_full((1,), float("inf")), torch.cummin(b, 0).values[:-1]])
-        # an earlier row of another group has a <= a_j and, if a ties, b < b_j; so row j is dominated iff
-        # some row before its duplicate group has b <= b_j
-        keep = torch.empty(n, dtype=torch.bool, device=Y.device)
-        keep[order] = b < prev[group_start]
-        return keep
-    keep = torch.ones(n, dtype=torch.bool, device=Y.device)
-    rows = max(1, _BLOCK // max(n * m, 1))
-    for s in range(0, n, rows):
-        zi = Z[s : s + rows].unsqueeze(1)  # (r, 1, m)
-        le = (Z.unsqueeze(0) <= zi).all(-1)
-        lt = (Z.unsqueeze(0) < zi).any(-1)
-        keep[s : s + rows] = ~(le & lt).any(-1)
-    return keep
+    return non_dominated(-Y if maximize else Y)
 
 
 def non_dominated_ranks(

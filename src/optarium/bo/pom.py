@@ -53,6 +53,7 @@ from typing import Any
 import torch
 
 from optarium._core.asktell import AskTellStrategy
+from optarium._core.pareto import non_dominated
 from optarium._core.validation import check_choice, check_int, check_positive, check_type
 
 __all__ = [
@@ -103,45 +104,10 @@ def non_dominated_samples(F: torch.Tensor) -> torch.Tensor:
     """Non-dominated mask (minimisation) over the second-to-last dimension of ``F`` ``(..., N, M)``.
 
     A point is dominated if another is <= in every objective and < in one; exact duplicates do not dominate
-    each other. Two objectives: one lexicographic sort plus a running minimum per batch; ``M = 1``: the
-    minimisers; ``M > 2``: pairwise comparison in chunks over the batch dimensions.
+    each other. Batched over posterior draws; the test is :func:`optarium._core.pareto.non_dominated`.
     """
     check_type("F", F, torch.Tensor)
-    if F.ndim < 2:
-        raise ValueError(f"F: must have shape (..., N, M), got {tuple(F.shape)}")
-    m = F.shape[-1]
-    if m == 1:
-        return F[..., 0] == F[..., 0].amin(-1, keepdim=True)
-    if m == 2:
-        return _nd_two(F)
-    lead = F.shape[:-2]
-    flat = F.reshape(-1, *F.shape[-2:])
-    n = F.shape[-2]
-    step = max(1, (1 << 24) // max(1, n * n * m))
-    out = []
-    for chunk in flat.split(step):
-        a, b = chunk.unsqueeze(-2), chunk.unsqueeze(-3)  # a: point i, b: point j
-        dominated = ((b <= a).all(-1) & (b < a).any(-1)).any(-1)
-        out.append(~dominated)
-    return torch.cat(out).reshape(*lead, n)
-
-
-def _nd_two(F: torch.Tensor) -> torch.Tensor:
-    f1, f2 = F[..., 0], F[..., 1]
-    p = torch.argsort(f2, dim=-1, stable=True)
-    q = torch.argsort(f1.gather(-1, p), dim=-1, stable=True)
-    perm = p.gather(-1, q)  # lexicographic order by (f1, f2)
-    g1, g2 = f1.gather(-1, perm), f2.gather(-1, perm)
-    inf = torch.full_like(g2[..., :1], math.inf)
-    excl_min = torch.cat([inf, g2[..., :-1]], dim=-1).cummin(dim=-1).values  # min f2 over earlier points
-    new = torch.ones_like(g2, dtype=torch.bool)
-    new[..., 1:] = (g1[..., 1:] != g1[..., :-1]) | (g2[..., 1:] != g2[..., :-1])
-    pos = torch.arange(g2.shape[-1], device=F.device).expand_as(g2)
-    start = torch.where(new, pos, torch.zeros_like(pos)).cummax(dim=-1).values  # first of each duplicate run
-    nd_sorted = ~(excl_min.gather(-1, start) <= g2)
-    out = torch.empty_like(nd_sorted)
-    out.scatter_(-1, perm, nd_sorted)
-    return out
+    return non_dominated(F)
 
 
 # ------------------------------------------------------------------------------------------------ quality
