@@ -20,12 +20,14 @@ time, so an interrupted run keeps what it finished.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import os
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,15 +94,56 @@ class RunDir:
         return cls(path)
 
     def clear(self) -> None:
-        """Remove everything stored in this run (used by ``--force``)."""
-        shutil.rmtree(self.path, ignore_errors=True)
-        self.path.mkdir(parents=True, exist_ok=True)
+        """Remove everything stored in this run (``--force``), except the lock file of :meth:`lock`."""
+        for child in self.path.iterdir():
+            if child.name == ".lock":
+                continue
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    child.unlink()
 
     def write_json(self, name: str, obj: Any) -> None:
-        """Write ``name`` atomically (temporary file then rename)."""
-        tmp = self.path / f".{name}.tmp"
-        tmp.write_text(_dumps(obj, indent=2, sort_keys=True) + "\n")
-        os.replace(tmp, self.path / name)
+        """Write ``name`` atomically: a temporary file of its own (unique per writer), then ``os.replace``.
+
+        Concurrent writers of the same name never share a temporary file, so each replace installs one
+        writer's complete text and a reader sees either the old or a new file, never a partial one.
+        """
+        text = _dumps(obj, indent=2, sort_keys=True) + "\n"
+        fd, tmp = tempfile.mkstemp(dir=self.path, prefix=f".{name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path / name)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+    @contextlib.contextmanager
+    def lock(self, on_wait: Callable[[Path], None] | None = None) -> Iterator[None]:
+        """Hold this run directory's lock (``.lock``, an OS file lock via ``filelock``) for the block.
+
+        A second run of the same (code, experiment, scale, configuration) waits here until the first has
+        finished and then reuses its units instead of running them again. ``on_wait(path)`` is called once
+        if the lock is held by someone else, before waiting.
+        """
+        from filelock import FileLock, Timeout
+
+        lk = FileLock(str(self.path / ".lock"))
+        try:
+            lk.acquire(timeout=0)
+        except Timeout:
+            if on_wait is not None:
+                on_wait(self.path)
+            lk.acquire()
+        try:
+            yield
+        finally:
+            lk.release()
 
     def read_json(self, name: str) -> Any:
         """Read ``name``; ``None`` if it does not exist."""
