@@ -189,7 +189,7 @@ def test_equal_step_tails_clip_vs_sgd_with_movement_control() -> None:
         ({"clip": 0.0}, "clip"),
         ({"clip": -1.0}, "clip"),
         ({"clip": float("nan")}, "clip"),
-        ({"lr": 0.0}, "lr"),
+        ({"lr": float("inf")}, "lr"),  # lr = 0 is valid (torch's rule; conformance check zero_lr)
         ({"lr": -0.1}, "lr"),
         ({"lr": float("inf")}, "lr"),
         ({"clip_mode": "layer"}, "clip_mode"),

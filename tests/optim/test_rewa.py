@@ -246,7 +246,7 @@ def test_sparse_linear_regression_finds_support() -> None:
         ({"adapt_exp": -0.1}, "adapt_exp"),
         ({"eps": -1e-3}, "eps"),
         ({"weight_decay": -1e-4}, "weight_decay"),
-        ({"lr": 0.0}, "lr"),
+        ({"lr": float("inf")}, "lr"),  # lr = 0 is valid (torch's rule; conformance check zero_lr)
         ({"lr": -0.1}, "lr"),
         ({"momentum": 1.0}, "momentum"),
         ({"base": "adam"}, "base"),

@@ -140,11 +140,31 @@ def test_gamma_in_range_and_negative_gap_freezes_bit_exactly() -> None:
     assert all(0.0 <= g <= 0.5 for g in gammas)
     assert any(0.0 < g < 0.5 for g in gammas), "the Polyak ratio was never the active branch"
 
+    # A negative gap with the loss above f_star (the sharpness term exceeds the loss gap): gamma = 0 and x
+    # is restored bit-exactly. f_star sits just below this batch's loss at the ascent point, measured on a
+    # copy that takes the same step.
     before = [p.detach().clone() for p in model.parameters()]
     x, y = _batch(gen)
-    opt.step(_closure(opt, lambda: ((model(x) - y) ** 2).mean()), f_star=100.0)  # gap < 0
+    probe = copy.deepcopy((model, opt))
+    probe[1].step(_closure(probe[1], lambda: ((probe[0](x) - y) ** 2).mean()))
+    loss_e = float(probe[1].perturbed_loss)
+    opt.step(_closure(opt, lambda: ((model(x) - y) ** 2).mean()), f_star=loss_e - 1e-12)
     assert opt.param_groups[0]["lr"] == 0.0
     assert all(torch.equal(p, q) for p, q in zip(model.parameters(), before, strict=True))
+
+
+def test_loss_below_f_star_raises_and_leaves_x() -> None:
+    """A loss below its bound (here the default 0 with a loss shifted by -10) must not freeze silently."""
+    model = _mlp(1)
+    opt = SAMPolyak(model.parameters(), rho=0.1)
+    x, y = _batch(torch.Generator().manual_seed(3))
+    before = [p.detach().clone() for p in model.parameters()]
+    with pytest.raises(ValueError, match=r"^f_star: the loss at the ascent point"):
+        opt.step(_closure(opt, lambda: ((model(x) - y) ** 2).mean() - 10.0))
+    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), before, strict=True))
+    opt.step(_closure(opt, lambda: ((model(x) - y) ** 2).mean() - 10.0), f_star=-10.0)  # the right bound
+    assert opt.param_groups[0]["lr"] > 0.0
+    assert not all(torch.equal(p, q) for p, q in zip(model.parameters(), before, strict=True))
 
 
 def _reference_step(

@@ -44,7 +44,8 @@ def grads_finite(grads: Sequence[torch.Tensor]) -> bool:
     """Whether every (dense) gradient is free of NaN and inf. One fused kernel per device, one sync."""
     by_device: dict[torch.device, list[torch.Tensor]] = {}
     for g in grads:
-        by_device.setdefault(g.device, []).append(g)
+        # the fused kernel takes real floating tensors: a complex one is checked through its real view
+        by_device.setdefault(g.device, []).append(torch.view_as_real(g) if g.is_complex() else g)
     flags = []
     for device, group in by_device.items():
         found = torch.zeros(1, dtype=torch.float32, device=device)

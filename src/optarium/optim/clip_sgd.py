@@ -42,9 +42,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch
-from torch.optim import Optimizer
 
 from optarium._core.validation import check_choice, check_positive, check_type
+from optarium.optim._dropin import DropInOptimizer, check_lr
 from optarium.optim._nonfinite import check_nonfinite_policy, should_step
 
 __all__ = ["CLIP_MODES", "BallProjection", "ClipSGD", "clip_by_norm"]
@@ -110,19 +110,15 @@ def _check_clip(value: Any, name: str = "clip") -> float:
     return check_positive(name, value, allow_inf=True)
 
 
-def _check_lr(value: Any, name: str = "lr") -> float:
-    if isinstance(value, torch.Tensor):
-        check_positive(name, float(value))
-        return value  # type: ignore[return-value]
-    return check_positive(name, value)
+_check_lr = check_lr
 
 
-class ClipSGD(Optimizer):
+class ClipSGD(DropInOptimizer):
     r"""SGD on the clipped gradient, :math:`x \leftarrow \Pi_X(x - \eta \min(1, \tau/\lVert g\rVert) g)`.
 
     Args:
         params: parameters or param groups (a group may carry its own ``lr``, ``clip``, ``maximize``).
-        lr: step size :math:`\eta`, finite and > 0 (default 1e-2).
+        lr: step size :math:`\eta`, finite and >= 0 (default 1e-2; 0 freezes a group, as in torch).
         clip: threshold :math:`\tau` on the gradient's Euclidean norm, > 0; ``inf`` disables clipping
             (default 1.0).
         clip_mode: ``"global"`` (default: the norm of all gradients together, the paper's rule) or
@@ -167,6 +163,8 @@ class ClipSGD(Optimizer):
         self.nonfinite = check_nonfinite_policy(nonfinite)
         self.skipped_steps = 0
         super().__init__(params, {"lr": lr, "clip": clip, "maximize": maximize})
+
+    config_attrs = ("clip_mode", "projection", "foreach", "nonfinite", "skipped_steps")
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group; its own ``lr``/``clip``/``maximize`` are validated like the constructor's."""

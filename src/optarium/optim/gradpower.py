@@ -55,6 +55,7 @@ from optarium._core.validation import (
     check_positive,
     check_type,
 )
+from optarium.optim._dropin import check_lr
 from optarium.optim._nonfinite import check_nonfinite_policy, should_step
 from optarium.optim.functional import foreach_sign_power, sign_power
 
@@ -154,16 +155,29 @@ class GradPower(Optimizer):
         self._base.add_param_group(group)
 
     def state_dict(self) -> dict[str, Any]:
-        """The base's ``state_dict`` (param groups include ``p``)."""
-        return self._base.state_dict()
+        """The base's ``state_dict`` (param groups include ``p``); the wrapper's state-dict hooks run."""
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
+        state_dict = self._base.state_dict()
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Load into the base; every loaded group must carry a valid ``p``."""
+        """Load into the base; every loaded group must carry a valid ``p``; the wrapper's load hooks run."""
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         for i, group in enumerate(state_dict["param_groups"]):
             _check_p(group.get("p", self.defaults["p"]), f"param_groups[{i}]['p']")
         self._base.load_state_dict(state_dict)
         for group in self._base.param_groups:
             group.setdefault("p", self.defaults["p"])
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)
 
     def __getstate__(self) -> dict[str, Any]:
         return self.__dict__
@@ -189,7 +203,10 @@ class GradPower(Optimizer):
                 continue
             grads = [q.grad for q in params]
             p = group["p"]
-            new = [sign_power(g, p) for g in grads] if self.foreach is False else foreach_sign_power(grads, p)
+            # complex gradients are transformed as pairs of reals (torch's optimizers treat them so)
+            real = [torch.view_as_real(g) if g.is_complex() else g for g in grads]
+            new = [sign_power(g, p) for g in real] if self.foreach is False else foreach_sign_power(real, p)
+            new = [torch.view_as_complex(n) if g.is_complex() else n for g, n in zip(grads, new, strict=True)]
             transformed.extend(zip(params, grads, new, strict=True))
         # Checked after the transform: it keeps NaN and inf, and |g|^p can overflow a finite gradient (fp16,
         # or float32 beyond ~1e25 at p = 1.5), which must not reach the base optimizer either.
@@ -213,11 +230,30 @@ class GradPower(Optimizer):
         if swapped is None:
             return loss
         try:
-            self._base.step()
+            self._base_step()
         finally:
             for q, g in swapped:
                 q.grad = g
         return loss
+
+    def _base_step(self) -> None:
+        """Step the base once. Global step hooks already ran for this (the wrapper's) step, so the base's
+        unhooked step is called, with the base's own instance hooks around it: each hook fires once."""
+        base = self._base
+        raw = getattr(type(base).step, "__wrapped__", None)
+        if raw is None:  # a base class whose step torch did not wrap: it runs no hooks of its own
+            base.step()
+            return
+        args: tuple[Any, ...] = (base,)
+        kwargs: dict[str, Any] = {}
+        for pre_hook in base._optimizer_step_pre_hooks.values():
+            result = pre_hook(base, args, kwargs)
+            if result is not None:
+                args, kwargs = result
+        raw(*args, **kwargs)
+        base._opt_called = True  # type: ignore[attr-defined]  # what an LR scheduler on the base tracks
+        for post_hook in base._optimizer_step_post_hooks.values():
+            post_hook(base, args, kwargs)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Zero (or drop) the gradients of the base's parameters."""
@@ -254,10 +290,7 @@ class AdamWPower(GradPower):
         fused: bool | None = None,
         nonfinite: str = "raise",
     ) -> None:
-        if isinstance(lr, torch.Tensor):
-            check_positive("lr", float(lr))
-        else:
-            check_positive("lr", lr)
+        check_lr(lr)
         betas = check_betas("betas", betas)
         check_nonnegative("eps", eps)
         check_nonnegative("weight_decay", weight_decay)

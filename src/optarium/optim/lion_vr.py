@@ -70,9 +70,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch
-from torch.optim import Optimizer
 
-from optarium._core.validation import check_betas, check_nonnegative, check_positive, check_type
+from optarium._core.validation import check_betas, check_nonnegative, check_type
+from optarium.optim._dropin import DropInOptimizer, check_lr
 from optarium.optim._nonfinite import check_nonfinite_policy, should_step
 
 __all__ = ["Lion", "LionVR", "lion_update_"]
@@ -190,8 +190,7 @@ def lion_update_(
 
 
 def _check_group(group: dict[str, Any], where: str) -> None:
-    lr = group["lr"]
-    check_positive(f"{where}lr", float(lr) if isinstance(lr, torch.Tensor) else lr)
+    check_lr(group["lr"], f"{where}lr")
     group["betas"] = check_betas(f"{where}betas", group["betas"])
     check_nonnegative(f"{where}weight_decay", group["weight_decay"])
     if "correction" in group:
@@ -199,7 +198,7 @@ def _check_group(group: dict[str, Any], where: str) -> None:
     check_type(f"{where}maximize", group["maximize"], bool)
 
 
-class _LionBase(Optimizer):
+class _LionBase(DropInOptimizer):
     """Shared constructor, validation and state handling of :class:`Lion` and :class:`LionVR`."""
 
     def __init__(
@@ -214,14 +213,9 @@ class _LionBase(Optimizer):
         _check_group(dict(defaults), "")
         super().__init__(params, defaults)
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state.pop("_spare", None)  # a reusable scratch cache, not state
-        return state
-
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
-        self._spare = {}
+        self._spare = {}  # a reusable scratch cache, not state: never pickled
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a param group; its own hyperparameters are validated like the constructor's."""
@@ -261,7 +255,7 @@ class Lion(_LionBase):
     Args:
         params: parameters or param groups (each group may set ``lr``, ``betas``, ``weight_decay``,
             ``maximize``).
-        lr: step size :math:`\eta > 0` (default 1e-4).
+        lr: step size :math:`\eta \ge 0` (default 1e-4).
         betas: :math:`(\beta_1, \beta_2)`, each in [0, 1) (default (0.9, 0.99)).
         weight_decay: :math:`\lambda \ge 0` (default 0); the step scales the parameters by
             :math:`1 - \eta\lambda`.
@@ -338,7 +332,7 @@ class LionVR(_LionBase):
     Args:
         params: parameters or param groups (each may set ``lr``, ``betas``, ``weight_decay``, ``correction``,
             ``maximize``).
-        lr: step size :math:`\eta > 0` (default 1e-4).
+        lr: step size :math:`\eta \ge 0` (default 1e-4).
         betas: :math:`(\beta_1, \beta_2)`, each in [0, 1) (default (0.9, 0.99)).
         weight_decay: :math:`\lambda \ge 0` (default 0).
         correction: :math:`\gamma \ge 0`, the weight of :math:`g_t - h_t` (default 1, the paper's); 0 is Lion
@@ -391,6 +385,8 @@ class LionVR(_LionBase):
         }
         super().__init__(params, defaults, foreach, nonfinite)
 
+    config_attrs = ("same_randomness", "foreach", "nonfinite", "skipped_steps")
+
     def _rng_devices(self) -> list[int]:
         return sorted(
             {p.device.index or 0 for g in self.param_groups for p in g["params"] if p.device.type == "cuda"}
@@ -402,9 +398,10 @@ class LionVR(_LionBase):
         Returns the closure's loss at :math:`x_t`. Raises ``RuntimeError`` without a closure.
         """
         if closure is None:
-            raise RuntimeError(
-                "LionVR.step needs a closure: it re-evaluates the loss on the same batch at the previous "
-                "iterate (pass step(closure); the closure zeroes grads, computes the loss and backprops)"
+            raise ValueError(
+                "closure: LionVR.step needs a closure: it re-evaluates the loss on the same batch at the "
+                "previous iterate (pass step(closure); the closure zeroes grads, computes the loss and "
+                "backprops)"
             )
         devices = self._rng_devices()
         rng = None

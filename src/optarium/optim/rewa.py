@@ -70,7 +70,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
-from torch.optim import Optimizer
 
 from optarium._core.validation import (
     check_betas,
@@ -80,6 +79,7 @@ from optarium._core.validation import (
     check_positive,
     check_type,
 )
+from optarium.optim._dropin import DropInOptimizer, check_lr
 from optarium.optim._nonfinite import check_nonfinite_policy, should_step
 from optarium.optim.functional import foreach_sign_power, sign_power
 
@@ -136,14 +136,14 @@ def _exclude_1d(p: torch.Tensor) -> bool:
     return p.ndim < 2
 
 
-class ReWA(Optimizer):
+class ReWA(DropInOptimizer):
     r"""ReWA (Xu et al., ICML 2026): optimise :math:`y` with :math:`x = \operatorname{sign}(y)|y|^K`, weight
     decay on :math:`y` and the adaptive scale :math:`|y|^M u/(u+\varepsilon)`, over an SGD or AdamW base.
 
     Args:
         params: parameters or param groups. A group may set any hyperparameter below and ``"rewa"`` (bool;
             ``False`` makes it a plain SGD/AdamW group).
-        lr: learning rate :math:`\eta` (> 0), on the :math:`y` scale (:math:`|y| = |x|^{1/K}` is large for
+        lr: learning rate :math:`\eta` (>= 0), on the :math:`y` scale (:math:`|y| = |x|^{1/K}` is large for
             small weights: :math:`x = 10^{-3}` gives :math:`y \approx 0.46` at :math:`K = 9`).
         order: :math:`K > 0` (default 9).
         adapt_exp: :math:`M \ge 0` (default 2); :math:`M \ge K-1` warns (outside the README's range).
@@ -217,8 +217,7 @@ class ReWA(Optimizer):
 
     @staticmethod
     def _validate(group: dict[str, Any], where: str) -> None:
-        lr = group["lr"]
-        check_positive(f"{where}lr", float(lr) if isinstance(lr, torch.Tensor) else lr)
+        check_lr(group["lr"], f"{where}lr")
         order = check_positive(f"{where}order", group["order"])
         adapt_exp = check_nonnegative(f"{where}adapt_exp", group["adapt_exp"])
         check_nonnegative(f"{where}eps", group["eps"])
@@ -241,15 +240,23 @@ class ReWA(Optimizer):
         group = dict(param_group)
         params = group["params"]
         params = [params] if isinstance(params, torch.Tensor) else list(params)
+        # named_parameters() gives (name, tensor) pairs: split on the tensors, keep each name with its tensor
+        tensors = [q[1] if isinstance(q, tuple) else q for q in params]
         for key, value in self.defaults.items():
             group.setdefault(key, value)
         self._validate(group, f"param_groups[{len(self.param_groups)}].")
+        if group["rewa"] and any(isinstance(q, torch.Tensor) and q.is_complex() for q in tensors):
+            raise ValueError(
+                "params: ReWA does not support complex parameters (its reparameterisation |x|^(1/K) is "
+                "defined for real weights); put them in a group with 'rewa': False or another optimizer"
+            )
         kept, moved = params, []
         if group["rewa"] and self._exclude is not None:
-            kept = [p for p in params if not self._exclude(p)]
-            moved = [p for p in params if self._exclude(p)]
+            excluded = [self._exclude(q) for q in tensors]
+            kept = [q for q, e in zip(params, excluded, strict=True) if not e]
+            moved = [q for q, e in zip(params, excluded, strict=True) if e]
         if group["rewa"] and group["adapt_exp"] > 0.0:
-            for p in kept:
+            for p in (q[1] if isinstance(q, tuple) else q for q in kept):
                 if p.numel() > 0 and not bool(p.detach().any()):
                     warnings.warn(
                         "params: a ReWA parameter is all zero and adapt_exp > 0, so it can never move; "
@@ -262,11 +269,7 @@ class ReWA(Optimizer):
         if moved:
             super().add_param_group({**group, "params": moved, "rewa": False, "weight_decay": 0.0})
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for key, value in self.defaults.items():
-                group.setdefault(key, value)
+    config_attrs = ("_exclude", "foreach", "nonfinite", "skipped_steps")
 
     def lp_equivalent(self, group: int = 0) -> dict[str, float]:
         r"""The :math:`\ell_p` problem whose stationary points are the ``eps = 0`` SGD fixed points.
@@ -357,7 +360,8 @@ class ReWA(Optimizer):
             bc2_sqrt = math.sqrt(1.0 - beta2**t)
             denom = (v.sqrt() / bc2_sqrt).add_(group["adam_eps"])
             y.addcdiv_(m, denom, value=-lr / bc1)
-        p.copy_(from_hidden(y, order) if rewa else y)
+        if lr != 0.0:  # with lr = 0 the state moves but x does not (x -> y -> x is not bit-exact)
+            p.copy_(from_hidden(y, order) if rewa else y)
 
     # -- foreach path ------------------------------------------------------------------------------
     def _step_foreach(self, group: dict[str, Any], params: list[torch.Tensor]) -> None:
@@ -413,4 +417,5 @@ class ReWA(Optimizer):
             torch._foreach_div_(denom, bc2s)
             torch._foreach_add_(denom, group["adam_eps"])
             torch._foreach_addcdiv_(ys, ms, denom, [-lr / b for b in bc1s])
-        torch._foreach_copy_(params, foreach_sign_power(ys, order) if rewa else ys)
+        if lr != 0.0:  # with lr = 0 the state moves but x does not (x -> y -> x is not bit-exact)
+            torch._foreach_copy_(params, foreach_sign_power(ys, order) if rewa else ys)

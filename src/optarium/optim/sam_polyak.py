@@ -43,6 +43,16 @@ Where this differs from the package, and why:
   ``weight_decay`` may differ per group (the perturbation norm stays global), and ``gamma_max`` and ``c`` per
   group cap and scale the one global Polyak ratio. ``f_star`` must be the same in every group; a per-batch
   bound can be passed as ``step(closure, f_star=...)``.
+- ``f_star`` must be a lower bound on every batch loss (0 for squared, cross-entropy and other
+  non-negative losses; the known minimum for a shifted loss; for a negative log-likelihood of densities,
+  which can be negative, a bound such as minus the sum of the log-density maxima). A loss at :math:`e_t`
+  below ``f_star`` would make the Polyak gap negative and freeze the iterate without a word (the package's
+  behaviour), so ``step`` raises ``ValueError`` naming ``f_star`` instead, with the parameters restored to
+  :math:`x_t`. A negative gap with the loss above ``f_star`` (the sharpness term
+  :math:`\langle\tilde g_t, e_t - x_t\rangle` exceeding the loss gap) is the method's rule:
+  :math:`\gamma_t = 0`.
+- Complex parameters are treated as pairs of reals (as torch's optimizers do): inner products are
+  :math:`\operatorname{Re}\langle u, v\rangle` over ``torch.view_as_real``.
 - ``c`` (our choice, from SPS): :math:`\gamma = \text{gap} / (c\,\|\tilde g\|^2)`; ``c = 1`` is the package.
 - Both passes start from ``zero_grad(set_to_none=True)`` (as in the package), so a closure need not zero the
   gradients itself; after the step ``p.grad`` holds :math:`\tilde g_t` (without weight decay).
@@ -63,7 +73,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
-from torch.optim import Optimizer
 
 from optarium._core.validation import (
     check_finite,
@@ -72,6 +81,7 @@ from optarium._core.validation import (
     check_positive,
     check_type,
 )
+from optarium.optim._dropin import DropInOptimizer
 from optarium.optim._nonfinite import check_nonfinite_policy, should_step
 
 _HALF = (torch.float16, torch.bfloat16)
@@ -93,7 +103,7 @@ def _check_group(group: dict[str, Any], where: str) -> None:
     group["weight_decay"] = check_nonnegative(f"{where}weight_decay", group["weight_decay"])
 
 
-class SAMPolyak(Optimizer):
+class SAMPolyak(DropInOptimizer):
     r"""SAM / USAM with the stochastic Polyak step size of Oikonomou & Loizou (ICML 2026).
 
     Each ``step(closure)`` evaluates the closure twice: at :math:`x_t` and at the ascent point :math:`e_t`.
@@ -104,7 +114,8 @@ class SAMPolyak(Optimizer):
         rho: sharpness radius :math:`\rho \ge 0` (default 0.1). Keep :math:`\rho \le 1/L` of the batch loss
             for :math:`\lambda = 0`.
         lambd: :math:`\lambda \in [0, 1]`: 0 is USAM (unnormalised ascent), 1 is SAM (default 1).
-        f_star: lower bound :math:`\ell^*` on the batch loss (default 0, for non-negative losses).
+        f_star: lower bound :math:`\ell^*` on every batch loss (default 0, for non-negative losses); a loss
+            below it raises ``ValueError`` (see the module docstring for how to set it).
         gamma_max: the cap :math:`\gamma_b > 0` (default 1; ``math.inf`` for no cap).
         c: the SPS constant :math:`c > 0` (default 1, the package's rule).
         weight_decay: L2 coefficient added to the gradient at :math:`e_t` in the descent (default 5e-4).
@@ -162,6 +173,8 @@ class SAMPolyak(Optimizer):
         self.perturbed_loss: torch.Tensor | None = None
         super().__init__(params, defaults)
 
+    config_attrs = ("foreach", "nonfinite", "skipped_steps", "perturbed_loss")
+
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group; its own ``rho``, ``lambd``, ``gamma_max``, ``c``, ``weight_decay`` are validated."""
         super().add_param_group(param_group)
@@ -193,6 +206,9 @@ class SAMPolyak(Optimizer):
     @staticmethod
     def _dots(a: list[torch.Tensor], b: list[torch.Tensor]) -> list[torch.Tensor]:
         # A reduction per tensor without temporaries (there is no foreach dot); the same on both paths.
+        # Complex tensors count as pairs of reals: Re<x, y> is the dot product of their real views.
+        a = [torch.view_as_real(x) if x.is_complex() else x for x in a]
+        b = [torch.view_as_real(y) if y.is_complex() else y for y in b]
         return [
             torch.dot(x.reshape(-1).float(), y.reshape(-1).float())
             if x.dtype in _HALF
@@ -260,7 +276,8 @@ class SAMPolyak(Optimizer):
         grads_x = [p.grad for p in params_all]
         name = type(self).__name__
         device = params_all[0].device
-        acc = torch.float64 if any(p.dtype == torch.float64 for p in params_all) else torch.float32
+        wide = (torch.float64, torch.complex128)
+        acc = torch.float64 if any(p.dtype in wide for p in params_all) else torch.float32
         norm_x = float(torch.linalg.vector_norm(self._combine(self._norms(grads_x), acc, device)))
         # The norm is finite exactly when every gradient is (short of overflow), so the family's check runs
         # only when it is not: it raises or skips by the policy, before any parameter or state is touched.
@@ -294,7 +311,7 @@ class SAMPolyak(Optimizer):
         del saved
 
         grads_e = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params_all]
-        loss_e_t = torch.as_tensor(loss_e.detach() if isinstance(loss_e, torch.Tensor) else loss_e)
+        loss_e_t = _scalar_loss(loss_e)
         self.perturbed_loss = loss_e_t
 
         # Polyak step size at e_t; <g_e, e_t - x_t> = sum over tensors of scale_group * <g_e, g_x>.
@@ -304,13 +321,21 @@ class SAMPolyak(Optimizer):
         dot = (self._combine(self._dots(grads_e, grads_x), acc, device) * per_tensor_scale).sum()
         den = self._combine(self._norms(grads_e), acc, device).square().sum()
         num = loss_e_t.to(device=device, dtype=acc) - f_star - dot
-        num_f, den_f = torch.stack([num, den]).tolist()  # one synchronisation
+        loss_acc = loss_e_t.to(device=device, dtype=acc)
+        num_f, den_f, loss_f = torch.stack([num, den, loss_acc]).tolist()  # one synchronisation
         if not (math.isfinite(num_f) and math.isfinite(den_f)):
             # non-finite gradients at e_t or a non-finite loss there: the shared policy decides
             checked = [*grads_e, loss_e_t.to(device=device, dtype=acc).reshape(1)]
             if not should_step(name, checked, self.nonfinite):
                 self.skipped_steps += 1
                 return loss
+        # below the bound by more than rounding (near a minimiser a loss may round a few ulps under f*)
+        if loss_f < f_star - 16 * torch.finfo(acc).eps * max(1.0, abs(f_star)):
+            raise ValueError(
+                f"f_star: the loss at the ascent point, {loss_f!r}, is below f_star = {f_star!r}; the Polyak "
+                "step needs a lower bound on every batch loss (set f_star below the losses, e.g. the known "
+                "minimum, or pass step(closure, f_star=...)); the parameters were left at x_t"
+            )
         ratio = num_f / max(den_f, _EPS)
 
         with torch.no_grad():
@@ -335,6 +360,16 @@ class SAMPolyak(Optimizer):
             if not any(group is g for g, _ in groups):
                 group["lr"] = max(0.0, min(ratio / group["c"], group["gamma_max"]))
         return loss
+
+
+def _scalar_loss(loss: Any) -> torch.Tensor:
+    """The closure's loss as a detached 0-d tensor; a one-element loss of any shape (e.g. ``[1]``) is fine."""
+    value = torch.as_tensor(loss.detach() if isinstance(loss, torch.Tensor) else loss)
+    if value.numel() != 1:
+        raise ValueError(f"closure: must return a scalar loss, got shape {tuple(value.shape)}")
+    if value.is_complex():
+        raise ValueError("closure: must return a real loss, got a complex one")
+    return value.reshape(())
 
 
 #: The package's name for the same optimizer.

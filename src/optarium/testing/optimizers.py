@@ -12,6 +12,15 @@ hyperparameters raise ``ValueError`` naming the argument; NaN gradients raise by
 with ``nonfinite="skip"`` (the family's shared policy); an optimizer that needs a closure says so clearly
 when called without one.
 
+Drop-in checks (what PyTorch's generic optimizer tests ask of every ``torch.optim`` optimizer, restated):
+a deep copy and a pickled copy continue exactly as the original; ``named_parameters()`` works and the names
+reach the state dict; the four state-dict hooks run once each and their results are used; global and
+instance step hooks fire once per step, in torch's order; a state dict whose groups lack the boolean flags
+(an older or foreign checkpoint) loads and steps with the defaults; ``lr=0`` is valid and moves nothing; a
+loss of shape ``[1]`` steps as a 0-d loss; a complex parameter moves as its real view, or is refused with a
+``ValueError`` naming ``params``. ``tests/conformance/test_optimizer_checks_catch_bugs.py`` shows each of
+these checks failing on an optimizer with the defect it looks for.
+
 Optimizers that re-evaluate the loss declare ``needs_closure=True``: the checks then drive them with
 ``step(closure)`` where the closure zeroes the gradients, evaluates the loss on the current batch and calls
 ``backward``, as torch's own closure optimizers expect.
@@ -21,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import math
+import pickle
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,15 +42,23 @@ __all__ = [
     "CHECKS",
     "OptimizerCase",
     "check_closure_contract",
+    "check_complex_parameters",
+    "check_deepcopy_and_pickle",
     "check_foreach_matches_per_tensor",
     "check_grad_none_skipped",
     "check_invalid_hyperparameters",
+    "check_loads_older_state_dict",
+    "check_named_parameters",
     "check_nonfinite_gradients",
+    "check_one_element_loss",
     "check_quadratic",
     "check_rosenbrock",
     "check_seeded_determinism",
+    "check_state_dict_hooks",
     "check_state_dict_round_trip",
+    "check_step_hooks_once",
     "check_two_param_groups",
+    "check_zero_lr",
     "optimizer_cases",
     "quadratic_problem",
 ]
@@ -107,6 +125,12 @@ def optimizer_cases() -> list[OptimizerCase]:
             params, **kw
         )  # the Polyak step replaces lr (each group's lr is overwritten by gamma_t)
 
+    _POLYAK_HAS_NO_LR = (
+        "the Polyak step replaces the learning rate (every group's lr is overwritten by gamma_t), so there "
+        "is no lr to set to 0; the step size itself is checked against sam-sps and its closed form in "
+        "tests/optim/test_sam_polyak.py"
+    )
+
     sam_polyak_invalid = [
         ({"rho": -0.1}, "rho"),
         ({"rho": float("nan")}, "rho"),
@@ -119,7 +143,6 @@ def optimizer_cases() -> list[OptimizerCase]:
     ]
 
     lion_invalid = [
-        ({"lr": 0.0}, "lr"),
         ({"lr": -1e-3}, "lr"),
         ({"lr": float("nan")}, "lr"),
         ({"betas": (1.0, 0.99)}, "betas"),
@@ -129,7 +152,6 @@ def optimizer_cases() -> list[OptimizerCase]:
 
     rewa_invalid = [
         ({"lr": -1e-3}, "lr"),
-        ({"lr": 0.0}, "lr"),
         ({"order": 0.0}, "order"),
         ({"order": float("nan")}, "order"),
         ({"adapt_exp": -0.5}, "adapt_exp"),
@@ -179,7 +201,6 @@ def optimizer_cases() -> list[OptimizerCase]:
                 ({"clip": -1.0}, "clip"),
                 ({"clip": float("nan")}, "clip"),
                 ({"lr": -1e-3}, "lr"),
-                ({"lr": 0.0}, "lr"),
                 ({"clip_mode": "layer"}, "clip_mode"),
             ],
             kwargs={"clip": 1.0},
@@ -211,6 +232,7 @@ def optimizer_cases() -> list[OptimizerCase]:
             invalid=sam_polyak_invalid,
             kwargs={"rho": 1e-4, "lambd": 0.0, "gamma_max": math.inf, "weight_decay": 0.0},
             needs_closure=True,
+            exempt={"zero_lr": _POLYAK_HAS_NO_LR},
         ),
         OptimizerCase(
             name="SAMPolyak(SAM)",
@@ -220,6 +242,7 @@ def optimizer_cases() -> list[OptimizerCase]:
             invalid=sam_polyak_invalid,
             kwargs={"rho": 1e-6, "lambd": 1.0, "gamma_max": math.inf, "weight_decay": 0.0},
             needs_closure=True,
+            exempt={"zero_lr": _POLYAK_HAS_NO_LR},
         ),
         # Sign methods move every coordinate by exactly lr: they settle within about lr of the optimum.
         OptimizerCase(
@@ -469,6 +492,156 @@ def check_closure_contract(case: OptimizerCase, lr: float = 1e-2) -> None:
             raise AssertionError(f"{case.name}: step() without the required closure did not raise")
 
 
+def check_deepcopy_and_pickle(case: OptimizerCase, lr: float = 1e-2) -> None:
+    """A deep copy and a pickled copy of (model, optimizer) after 3 steps continue exactly as the original."""
+    model = _mlp(0)
+    opt = case.build(model.parameters(), lr=lr)
+    _train(case, model, opt, 3, seed=1)
+    copies = [copy.deepcopy((model, opt)), pickle.loads(pickle.dumps((model, opt)))]
+    _train(case, model, opt, 3, seed=2)
+    for how, (m, o) in zip(("deepcopy", "pickle"), copies, strict=True):
+        assert type(o) is type(opt), f"{case.name}: {how} changed the optimizer's type"
+        _train(case, m, o, 3, seed=2)
+        assert _same(model, m), f"{case.name}: a {how} copy continues differently from the original"
+
+
+def check_named_parameters(case: OptimizerCase, lr: float = 1e-2) -> None:
+    """Built from ``named_parameters()`` it steps as from ``parameters()``; names reach the state dict."""
+    a, b = _mlp(0), _mlp(0)
+    opt_a = case.build(a.named_parameters(), lr=lr)
+    _train(case, a, opt_a, 3, seed=1)
+    _train(case, b, case.build(b.parameters(), lr=lr), 3, seed=1)
+    assert _same(a, b), f"{case.name}: named parameters step differently"
+    names = [n for g in opt_a.state_dict()["param_groups"] for n in g.get("param_names", [])]
+    assert sorted(names) == sorted(n for n, _ in a.named_parameters()), (
+        f"{case.name}: the state dict lost the parameter names: {names}"
+    )
+    fresh = case.build(b.named_parameters(), lr=lr)
+    fresh.load_state_dict(opt_a.state_dict())
+
+
+def check_state_dict_hooks(case: OptimizerCase, lr: float = 1e-2) -> None:
+    """The four state-dict hooks registered on the optimizer each run once per call; results are used."""
+    model = _mlp(0)
+    opt = case.build(model.parameters(), lr=lr)
+    _train(case, model, opt, 1, seed=1)
+    calls: list[str] = []
+
+    def post(o: Any, sd: dict[str, Any]) -> dict[str, Any]:
+        calls.append("post")
+        return {**sd, "tag": "post"}
+
+    def load_pre(o: Any, sd: dict[str, Any]) -> dict[str, Any]:
+        calls.append("load_pre")
+        return {k: v for k, v in sd.items() if k != "tag"}
+
+    opt.register_state_dict_pre_hook(lambda o: calls.append("pre"))
+    opt.register_state_dict_post_hook(post)
+    opt.register_load_state_dict_pre_hook(load_pre)
+    opt.register_load_state_dict_post_hook(lambda o: calls.append("load_post"))
+    sd = opt.state_dict()
+    assert sd.get("tag") == "post", f"{case.name}: a state_dict post hook's result was not returned"
+    opt.load_state_dict(sd)
+    assert calls == ["pre", "post", "load_pre", "load_post"], f"{case.name}: state-dict hooks ran as {calls}"
+
+
+def check_step_hooks_once(case: OptimizerCase, lr: float = 1e-2) -> None:
+    """Global and instance step pre/post hooks each fire exactly once per ``step``, in torch's order."""
+    import importlib
+
+    optimizer_module = importlib.import_module("torch.optim.optimizer")
+    model = _mlp(0)
+    opt = case.build(model.parameters(), lr=lr)
+    calls: list[str] = []
+    handles = [
+        optimizer_module.register_optimizer_step_pre_hook(lambda o, a, k: calls.append("global_pre")),
+        optimizer_module.register_optimizer_step_post_hook(lambda o, a, k: calls.append("global_post")),
+        opt.register_step_pre_hook(lambda o, a, k: calls.append("pre")),
+        opt.register_step_post_hook(lambda o, a, k: calls.append("post")),
+    ]
+    try:
+        _train(case, model, opt, 2, seed=1)
+    finally:
+        for h in handles:
+            h.remove()
+    expected = ["global_pre", "pre", "post", "global_post"] * 2
+    assert calls == expected, f"{case.name}: step hooks ran as {calls}"
+
+
+def check_loads_older_state_dict(case: OptimizerCase, lr: float = 1e-2) -> None:
+    """A state dict whose groups lack the boolean / optional flags (``maximize``, ``foreach``, ... as in
+    older checkpoints or other packages' optimizers) loads, and the next steps use the defaults."""
+    model = _mlp(0)
+    opt = case.build(model.parameters(), lr=lr)
+    _train(case, model, opt, 3, seed=1)
+    saved_model, sd = copy.deepcopy(model), copy.deepcopy(opt.state_dict())
+    flags = [k for k, v in opt.defaults.items() if isinstance(v, bool) or v is None]
+    for group in sd["param_groups"]:
+        for k in flags:
+            group.pop(k, None)
+    _train(case, model, opt, 3, seed=2)
+    opt2 = case.build(saved_model.parameters(), lr=lr)
+    opt2.load_state_dict(sd)
+    _train(case, saved_model, opt2, 3, seed=2)
+    assert _same(model, saved_model), f"{case.name}: loading a state dict without {flags} changed the steps"
+
+
+def check_zero_lr(case: OptimizerCase) -> None:
+    """``lr=0`` is a valid setting (torch's rule: finite and >= 0) and a step with it moves nothing."""
+    model = _mlp(0)
+    before = copy.deepcopy(model)
+    opt = case.build(model.parameters(), lr=0.0)
+    _train(case, model, opt, 2, seed=1)
+    assert _same(model, before), f"{case.name}: a step with lr=0 changed the parameters"
+
+
+def check_one_element_loss(case: OptimizerCase, lr: float = 1e-2) -> None:
+    """A closure returning a loss of shape ``[1]`` steps exactly as one returning a 0-d loss."""
+    a, b = _mlp(0), _mlp(0)
+    for model, shape in ((a, ()), (b, (1,))):
+        opt = case.build(model.parameters(), lr=lr)
+        gen = torch.Generator().manual_seed(1)
+        for _ in range(3):
+            x = torch.randn(16, 6, generator=gen, dtype=torch.float64)
+            y = torch.sin(x.sum(1, keepdim=True))
+
+            def closure(model: Any = model, opt: Any = opt, x: Any = x, y: Any = y, s: Any = shape) -> Any:
+                opt.zero_grad()
+                loss = ((model(x) - y) ** 2).mean().reshape(s)
+                loss.backward()
+                return loss
+
+            opt.step(closure)
+    assert _same(a, b), f"{case.name}: a loss of shape [1] steps differently from a 0-d loss"
+
+
+def check_complex_parameters(case: OptimizerCase, lr: float = 1e-2) -> None:
+    """A complex parameter is optimised as its real view would be (torch's rule), or refused at once with a
+    ``ValueError`` naming ``params``; never silently different (e.g. a dropped imaginary part)."""
+    gen = torch.Generator().manual_seed(0)
+    target = torch.randn(5, dtype=torch.complex128, generator=gen)
+    w = torch.linspace(1.0, 3.0, 5, dtype=torch.float64)
+    z = (torch.randn(5, dtype=torch.complex128, generator=gen)).requires_grad_(True)
+    r = torch.view_as_real(z.detach()).clone().requires_grad_(True)
+    rt = torch.view_as_real(target)
+    try:
+        opt_z = case.build([z], lr=lr)
+        _minimise(case, opt_z, lambda: (w * (z - target).abs() ** 2).sum(), 5)
+    except ValueError as exc:
+        named = re.search(r"\bparams\b", str(exc))
+        assert named, f"{case.name}: refusing complex parameters does not name params: {exc}"
+        return
+    opt_r = case.build([r], lr=lr)
+    _minimise(case, opt_r, lambda: (w[:, None] * (r - rt) ** 2).sum(), 5)
+    torch.testing.assert_close(
+        torch.view_as_real(z.detach()),
+        r.detach(),
+        rtol=1e-10,
+        atol=1e-12,
+        msg=lambda m: f"{case.name}: a complex parameter moves unlike its real view: {m}",
+    )
+
+
 #: Every check, by name, for parametrised tests.
 CHECKS: Mapping[str, Callable[[OptimizerCase], Any]] = {
     "quadratic_float64": check_quadratic,
@@ -482,4 +655,12 @@ CHECKS: Mapping[str, Callable[[OptimizerCase], Any]] = {
     "invalid_hyperparameters": check_invalid_hyperparameters,
     "nonfinite_gradients": check_nonfinite_gradients,
     "closure_contract": check_closure_contract,
+    "deepcopy_and_pickle": check_deepcopy_and_pickle,
+    "named_parameters": check_named_parameters,
+    "state_dict_hooks": check_state_dict_hooks,
+    "step_hooks_once": check_step_hooks_once,
+    "loads_older_state_dict": check_loads_older_state_dict,
+    "zero_lr": check_zero_lr,
+    "one_element_loss": check_one_element_loss,
+    "complex_parameters": check_complex_parameters,
 }
