@@ -5,11 +5,15 @@ Every optimizer of :mod:`optarium.optim` takes ``nonfinite="raise"`` (default) o
 - ``"raise"``: a step whose gradients contain NaN or inf raises :class:`NonFiniteGradientError` before any
   parameter or state is touched;
 - ``"skip"``: such a step is skipped (parameters and state unchanged) and counted in the optimizer's
-  ``skipped_steps`` attribute.
+  ``skipped_steps`` attribute;
+- ``"off"``: no check at all (no kernel, no device synchronisation, no ``torch.compile`` graph break from
+  it); NaN or inf gradients flow into the update as they would in ``torch.optim``. For training loops
+  that check the loss themselves, or run under a ``GradScaler``.
 
-The check is one fused pass over the gradients per device (the kernel ``torch.amp.GradScaler`` uses, with an
-inverse scale of exactly 1, so gradients are not changed). Under a ``GradScaler``, overflowing fp16 steps are
-already skipped by the scaler and never reach the optimizer's check.
+The check (``raise`` and ``skip``) is one fused pass over the gradients per device (the kernel
+``torch.amp.GradScaler`` uses, with an inverse scale of exactly 1, so gradients are not changed) and one
+device synchronisation per step, which raising before any parameter moves needs. Under a ``GradScaler``,
+overflowing fp16 steps are already skipped by the scaler and never reach the optimizer's check.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ __all__ = [
     "should_step",
 ]
 
-NONFINITE_POLICIES: tuple[str, ...] = ("raise", "skip")
+NONFINITE_POLICIES: tuple[str, ...] = ("raise", "skip", "off")
 
 
 class NonFiniteGradientError(FloatingPointError):
@@ -58,8 +62,11 @@ def grads_finite(grads: Sequence[torch.Tensor]) -> bool:
 
 
 def should_step(name: str, grads: Sequence[torch.Tensor], policy: str) -> bool:
-    """True if the step may go ahead; False to skip it (policy ``skip``); raises under policy ``raise``."""
-    if grads_finite(grads):
+    """True if the step may go ahead; False to skip it (policy ``skip``); raises under policy ``raise``.
+
+    Policy ``off`` returns True at once without looking at the gradients.
+    """
+    if policy == "off" or grads_finite(grads):
         return True
     if policy == "raise":
         raise NonFiniteGradientError(

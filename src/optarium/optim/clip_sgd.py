@@ -128,7 +128,7 @@ class ClipSGD(DropInOptimizer):
         maximize: ascend instead of descend (as in ``torch.optim.SGD``).
         foreach: use ``torch._foreach_*`` kernels (default ``None``: yes); ``False`` takes the per-tensor
             path, with the same results.
-        nonfinite: ``"raise"`` (default) or ``"skip"``: what a step with NaN or inf gradients does.
+        nonfinite: ``"raise"`` (default), ``"skip"`` or ``"off"``: what a step with NaN or inf gradients does.
 
     Example:
         >>> import torch

@@ -75,8 +75,8 @@ class GradPower(Optimizer):
         p: the power, finite and > 0 (default 1.2). A param group's own ``"p"`` overrides it.
         foreach: use ``torch._foreach_*`` kernels for the transform (default ``None``: yes). ``False`` takes
             the per-tensor path; both give identical results.
-        nonfinite: ``"raise"`` (default) or ``"skip"``: what a step with NaN or inf gradients does (the optim
-            family's shared policy, :mod:`optarium.optim._nonfinite`).
+        nonfinite: ``"raise"`` (default), ``"skip"`` or ``"off"``: what a step with NaN or inf gradients
+            does (the optim family's shared policy, :mod:`optarium.optim._nonfinite`).
 
     Example:
         >>> import torch

@@ -262,7 +262,7 @@ class Lion(_LionBase):
         maximize: ascend the objective.
         foreach: ``torch._foreach_*`` kernels, a per-tensor loop (``False``), or ``None`` (default): foreach
             on CUDA, per-tensor on the CPU (see :func:`lion_update_`); identical results.
-        nonfinite: ``"raise"`` (default) or ``"skip"`` a step with NaN/inf gradients
+        nonfinite: ``"raise"`` (default), ``"skip"`` or ``"off"`` a step with NaN/inf gradients
             (:mod:`optarium.optim._nonfinite`).
 
     State per parameter: ``exp_avg`` (:math:`m`) and ``step`` (an int).
@@ -342,8 +342,8 @@ class LionVR(_LionBase):
             (default True).
         foreach: ``torch._foreach_*`` kernels, a per-tensor loop (``False``), or ``None`` (default): foreach
             on CUDA, per-tensor on the CPU (see :func:`lion_update_`); identical results.
-        nonfinite: ``"raise"`` (default) or ``"skip"``; checked on :math:`g_t` before the second evaluation
-            and on :math:`h_t` after it.
+        nonfinite: ``"raise"`` (default), ``"skip"`` or ``"off"``; checked on :math:`g_t` before the
+            second evaluation and on :math:`h_t` after it.
 
     State per parameter: ``exp_avg`` (:math:`m`), ``prev_param`` (:math:`x_{t-1}`; groups with
     ``correction > 0``) and ``step``.

@@ -159,7 +159,7 @@ class ReWA(DropInOptimizer):
             ``exclude(param) -> bool``.
         foreach: use ``torch._foreach_*`` kernels (default ``None``: yes); ``False`` takes the per-tensor
             path.
-        nonfinite: ``"raise"`` (default) or ``"skip"`` for steps with NaN or inf gradients.
+        nonfinite: ``"raise"`` (default), ``"skip"`` or ``"off"`` for steps with NaN or inf gradients.
 
     Example:
         >>> import torch

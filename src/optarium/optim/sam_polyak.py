@@ -121,7 +121,7 @@ class SAMPolyak(DropInOptimizer):
         weight_decay: L2 coefficient added to the gradient at :math:`e_t` in the descent (default 5e-4).
         foreach: use ``torch._foreach_*`` kernels (default ``None``: yes); ``False`` takes the per-tensor
             path.
-        nonfinite: ``"raise"`` (default) or ``"skip"`` for NaN/inf gradients (at either point) or a
+        nonfinite: ``"raise"`` (default), ``"skip"`` or ``"off"`` for NaN/inf gradients (at either point) or a
             non-finite loss at :math:`e_t`; see :mod:`optarium.optim._nonfinite`.
 
     Attributes:

@@ -431,7 +431,8 @@ def check_invalid_hyperparameters(case: OptimizerCase) -> None:
 
 
 def check_nonfinite_gradients(case: OptimizerCase, lr: float = 1e-2) -> None:
-    """NaN gradients raise ``NonFiniteGradientError`` by default; ``nonfinite="skip"`` changes nothing."""
+    """NaN gradients raise ``NonFiniteGradientError`` by default; ``nonfinite="skip"`` changes nothing;
+    ``nonfinite="off"`` does not look (no error, nothing counted; the update rule meets the NaN)."""
     from optarium.optim import NonFiniteGradientError
 
     x = torch.randn(4, dtype=torch.float64, requires_grad=True)
@@ -459,6 +460,11 @@ def check_nonfinite_gradients(case: OptimizerCase, lr: float = 1e-2) -> None:
     for key, value in state["state"].get(0, {}).items():
         if isinstance(value, torch.Tensor):
             assert torch.equal(value, after["state"][0][key]), f"{case.name}: a skipped step changed {key!r}"
+    z = torch.randn(4, dtype=torch.float64, requires_grad=True)
+    opt = case.build([z], lr=lr, nonfinite="off")
+    _step(case, opt, lambda: (z**2).sum())
+    _step(case, opt, lambda: (z * float("nan")).sum())  # no check: the update sees the NaN, nothing raises
+    assert getattr(opt, "skipped_steps", 0) == 0, f"{case.name}: nonfinite='off' counted a skipped step"
     try:
         case.build([y], lr=lr, nonfinite="ignore")
     except ValueError as exc:
