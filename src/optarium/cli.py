@@ -3,6 +3,11 @@
 Bad input (unknown slug or family, bad scale, a count below 1, an unwritable output directory) prints one line
 naming the problem and exits with status 2, without a traceback. Ctrl-C stops a run cleanly, keeps the units
 that finished, and exits with status 130.
+
+``optarium run SLUG --scale quick|full --record`` (and ``optarium suite --record``) also writes the verdict to
+``verdicts/<slug>/<scale>.json`` (:mod:`optarium.harness.recorded`; ``--verdicts DIR`` or
+``$OPTARIUM_VERDICTS`` choose another folder); ``docs``, ``list`` and ``report`` show the recorded verdicts.
+A refused ``--record`` (smoke scale, a unit that did not finish, an unwritable folder) exits 2 with one line.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from typing import Any
 
 import click
 
-from optarium._core.registry import FAMILIES, STATUSES, all_methods, get_method
+from optarium._core.registry import CONTRACTS, FAMILIES, all_methods, get_method
+from optarium._core.status import METHOD_STATUSES
 
 __all__ = ["cli", "main"]
 
@@ -51,6 +57,25 @@ def _check_slug(slug: str) -> None:
         ) from None
     if info.experiment is None:
         raise click.UsageError(f"{slug!r} has no experiment yet (status: {info.status})")
+
+
+_VERDICTS_HELP = "Recorded verdicts folder [default: $OPTARIUM_VERDICTS, else the checkout's verdicts/]."
+
+
+def _verdicts_option(func: Any) -> Any:
+    return click.option("--verdicts", type=click.Path(path_type=Path), default=None, help=_VERDICTS_HELP)(
+        func
+    )
+
+
+def _recorded(verdicts: Path | None) -> dict[tuple[str, str], Any]:
+    """The recorded verdicts, a bad file turned into a one-line usage error."""
+    from optarium.harness.recorded import load_recorded
+
+    try:
+        return load_recorded(verdicts)
+    except ValueError as exc:
+        raise click.UsageError(f"--verdicts: {str(exc).removeprefix('verdicts_dir: ')}") from None
 
 
 def _figures_text(figures: dict[str, Any], limit: int = 5) -> str:
@@ -134,21 +159,30 @@ def cli() -> None:
 
 @cli.command("list")
 @click.option("--family", type=click.Choice(FAMILIES), help="Only this family.")
-@click.option("--status", type=click.Choice(STATUSES), help="Only methods with this status.")
-def list_cmd(family: str | None, status: str | None) -> None:
-    """List the registered methods."""
+@click.option("--status", type=click.Choice(METHOD_STATUSES), help="Only methods with this status.")
+@click.option("--contract", type=click.Choice(CONTRACTS), help="Only methods with this contract.")
+@_verdicts_option
+def list_cmd(family: str | None, status: str | None, contract: str | None, verdicts: Path | None) -> None:
+    """List the registered methods with their recorded verdicts."""
     from rich.table import Table
 
+    from optarium.harness.recorded import RECORD_SCALES
+
+    recorded = _recorded(verdicts)
     rows = [
         m
         for m in all_methods()
-        if (family is None or m.family == family) and (status is None or m.status == status)
+        if (family is None or m.family == family)
+        and (status is None or m.status == status)
+        and (contract is None or m.contract == contract)
     ]
     table = Table(title=f"{len(rows)} methods")
-    for col in ("slug", "family", "method", "status", "paper", "last verdict"):
+    for col in ("slug", "family", "method", "status", "contract", "paper", "recorded verdicts"):
         table.add_column(col, overflow="fold")
     for m in rows:
-        table.add_row(m.slug, m.family, m.method, m.status, m.paper, m.last_verdict or "-")
+        texts = [recorded[(m.slug, s)] for s in RECORD_SCALES if (m.slug, s) in recorded]
+        verdict_text = "; ".join(f"{r.scale}: {r.outcome}" for r in texts) or "-"
+        table.add_row(m.slug, m.family, m.method, m.status, m.contract, m.paper, verdict_text)
     _console().print(table)
 
 
@@ -169,12 +203,28 @@ def list_cmd(family: str | None, status: str | None) -> None:
     default=None,
     help="Run the experiment's distributed methods as this many torch.distributed (gloo) processes.",
 )
+@click.option(
+    "--record",
+    is_flag=True,
+    help="Write the verdict to VERDICTS/<slug>/<scale>.json (quick or full; every unit must finish).",
+)
+@_verdicts_option
 def run_cmd(
-    slug: str, scale: str, seeds: int | None, out: Path, jobs: int, force: bool, world_size: int | None
+    slug: str,
+    scale: str,
+    seeds: int | None,
+    out: Path,
+    jobs: int,
+    force: bool,
+    world_size: int | None,
+    record: bool,
+    verdicts: Path | None,
 ) -> None:
-    """Run one experiment: its method and baselines over seeds, then the verdict."""
+    """Run one experiment: its method and baselines over seeds, then the verdict (recorded with --record)."""
     _check_slug(slug)
     _writable_dir(out, "--out")
+    if record:
+        verdicts = _record_target(scale, verdicts)
     from optarium.harness.experiment import get_experiment
     from optarium.harness.runner import run_experiment
 
@@ -191,7 +241,41 @@ def run_cmd(
         world_size=world_size,
     )
     _print_outcomes(outcomes)
+    if record:
+        _record(outcomes, verdicts)
     _exit_if_nothing_finished(outcomes)
+
+
+def _record_target(scale: str, verdicts: Path | None) -> Path:
+    """Check, before anything runs, that ``--record`` can succeed: not smoke, a writable verdicts folder."""
+    from optarium.harness.recorded import default_verdicts_dir
+
+    if scale == "smoke":
+        raise click.UsageError("--record: smoke runs never claim a verdict; record a quick or full run")
+    return _writable_dir(verdicts if verdicts is not None else default_verdicts_dir(), "--verdicts")
+
+
+def _record(outcomes: Sequence[Any], verdicts: Path) -> None:
+    """Record the verdict of each outcome's run; runs that cannot stand as a verdict make one usage error
+    (exit 2) naming each of them, after the others were recorded."""
+    from optarium.harness.recorded import record_run
+
+    refused = []
+    for o in outcomes:
+        try:
+            path = record_run(o.run_dir, verdicts)
+        except ValueError as exc:
+            text = str(exc)
+            if text.startswith("verdicts_dir: "):
+                raise click.UsageError(f"--verdicts: {text.removeprefix('verdicts_dir: ')}") from None
+            refused.append((o.slug, text.removeprefix("run_dir: ")))
+            continue
+        click.echo(f"recorded {path}")
+    if len(outcomes) == 1 and refused:
+        raise click.UsageError(f"--record: nothing recorded: {refused[0][1]}")
+    if refused:
+        reasons = " | ".join(f"{slug}: {reason}" for slug, reason in refused)
+        raise click.UsageError(f"--record: {len(refused)} of {len(outcomes)} runs not recorded: {reasons}")
 
 
 @cli.command("suite")
@@ -207,11 +291,26 @@ def run_cmd(
     "--out", type=click.Path(path_type=Path), default=Path("runs"), show_default=True, help="Runs root."
 )
 @click.option("--force", is_flag=True, help="Re-run units even if an identical run stored them.")
+@click.option(
+    "--record",
+    is_flag=True,
+    help="Write each verdict to VERDICTS/<slug>/<scale>.json (quick or full; every unit must finish).",
+)
+@_verdicts_option
 def suite_cmd(
-    scale: str, family: str | None, seeds: int | None, jobs: int | None, out: Path, force: bool
+    scale: str,
+    family: str | None,
+    seeds: int | None,
+    jobs: int | None,
+    out: Path,
+    force: bool,
+    record: bool,
+    verdicts: Path | None,
 ) -> None:
     """Run every registered experiment (of a family) at one scale, units in parallel over the cores."""
     _writable_dir(out, "--out")
+    if record:
+        verdicts = _record_target(scale, verdicts)
     from optarium.harness.experiment import registered_experiments
     from optarium.harness.runner import run_suite
 
@@ -227,6 +326,8 @@ def suite_cmd(
         force=force,
     )
     _print_outcomes(outcomes)
+    if record:
+        _record(outcomes, verdicts)
     _exit_if_nothing_finished(outcomes)
 
 
@@ -251,33 +352,39 @@ def _exit_if_nothing_finished(outcomes: Sequence[Any]) -> None:
     show_default=True,
     help="HTML file.",
 )
-def report_cmd(runs: Path, out: Path) -> None:
-    """Write the self-contained HTML report of the stored runs."""
+@_verdicts_option
+def report_cmd(runs: Path, out: Path, verdicts: Path | None) -> None:
+    """Write the self-contained HTML report of the stored runs and the recorded verdicts."""
     _writable_dir(out.parent, "--out")
     from optarium.harness.report import write_report
 
-    path = write_report(runs, out)
+    _recorded(verdicts)  # a bad verdict file is a one-line error, not a traceback
+    path = write_report(runs, out, verdicts_dir=verdicts)
     click.echo(f"wrote {path}")
 
 
 @cli.command("docs")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("docs/methods.md"), show_default=True)
 @click.option(
-    "--check", is_flag=True, help="Exit 1 if the file differs from the registry instead of writing."
+    "--check",
+    is_flag=True,
+    help="Exit 1 if the file differs from the registry and recorded verdicts instead of writing.",
 )
-def docs_cmd(out: Path, check: bool) -> None:
-    """Generate docs/methods.md from the registry."""
+@_verdicts_option
+def docs_cmd(out: Path, check: bool, verdicts: Path | None) -> None:
+    """Generate docs/methods.md from the registry and the recorded verdicts."""
     from optarium.harness.methods_doc import render_methods_md, write_methods_md
 
+    _recorded(verdicts)  # a bad verdict file is a one-line error, not a traceback
     if check:
         current = out.read_text(encoding="utf-8") if out.exists() else ""
-        if current != render_methods_md():
+        if current != render_methods_md(verdicts):
             click.echo(f"optarium: {out} is stale; run `optarium docs`", err=True)
             sys.exit(1)
         click.echo(f"{out} is up to date")
         return
     _writable_dir(out.parent, "--out")
-    click.echo(f"wrote {write_methods_md(out)}")
+    click.echo(f"wrote {write_methods_md(out, verdicts)}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

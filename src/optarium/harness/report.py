@@ -1,8 +1,10 @@
 """The static HTML report: one self-contained file (inline CSS, figures embedded as base64 PNG, no scripts).
 
-It has an index of all 51 registered methods with their status and latest verdicts, and per experiment and
-scale the latest stored run: claim, verdict rule, verdict with its deciding figures, per-method summary,
-unit statuses (with tracebacks of failures), figures, configuration and environment.
+It has an index of all 51 registered methods with their status, contract, the verdicts of the newest runs
+under the runs folder and the recorded verdicts (``verdicts/<slug>/<scale>.json``, see
+:mod:`optarium.harness.recorded`; never hand-copied text), and per experiment and scale the latest stored
+run: claim, verdict rule, verdict with its deciding figures, per-method summary, unit statuses (with
+tracebacks of failures), figures, configuration and environment.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from optarium._core.registry import all_methods
 from optarium.harness.experiment import SCALES
+from optarium.harness.recorded import RECORD_SCALES, RecordedVerdict, load_recorded
 from optarium.harness.storage import RunDir, find_runs
 
 __all__ = ["latest_runs", "render_report", "write_report"]
@@ -70,7 +73,21 @@ def latest_runs(runs_root: Path | str) -> dict[tuple[str, str], RunDir]:
     return latest
 
 
-def _index(latest: Mapping[tuple[str, str], RunDir]) -> str:
+def _recorded_cell(slug: str, recorded: Mapping[tuple[str, str], RecordedVerdict]) -> str:
+    parts = []
+    for scale in RECORD_SCALES:
+        rec = recorded.get((slug, scale))
+        if rec is not None:
+            parts.append(
+                f"<div>{_esc(scale)} {_badge(rec.outcome)} <span class='muted small'>{_esc(rec.summary)} "
+                f"({_esc(rec.provenance())})</span></div>"
+            )
+    return "".join(parts) or '<span class="muted">-</span>'
+
+
+def _index(
+    latest: Mapping[tuple[str, str], RunDir], recorded: Mapping[tuple[str, str], RecordedVerdict]
+) -> str:
     rows = []
     for m in all_methods():
         cells = []
@@ -83,14 +100,15 @@ def _index(latest: Mapping[tuple[str, str], RunDir]) -> str:
         name = f'<a href="#{_esc(m.slug)}">{_esc(m.slug)}</a>' if has_run else _esc(m.slug)
         rows.append(
             f"<tr><td>{name}</td><td>{_esc(m.family)}</td><td>{_esc(m.method)}</td>"
-            f"<td>{_esc(m.status)}</td><td>{cells[0]}</td><td>{cells[1]}</td>"
-            f"<td class='muted small'>{_esc(m.last_verdict or '-')}</td></tr>"
+            f"<td>{_esc(m.status)}</td><td>{_esc(m.contract)}</td><td>{cells[0]}</td><td>{cells[1]}</td>"
+            f"<td>{_recorded_cell(m.slug, recorded)}</td></tr>"
         )
     return (
-        "<h2>All methods</h2><p class='muted'>Verdict columns: the newest run stored under this report's "
-        "runs folder. Last column: the last verdict recorded in the registry (docs/methods.md), full scale "
-        "included.</p><table><tr><th>slug</th><th>family</th><th>method</th><th>status</th>"
-        "<th>quick verdict</th><th>full verdict</th><th>recorded</th></tr>" + "".join(rows) + "</table>"
+        "<h2>All methods</h2><p class='muted'>Quick and full columns: the newest run stored under this "
+        "report's runs folder. Last column: the recorded verdicts (verdicts/&lt;slug&gt;/&lt;scale&gt;.json, "
+        "written by <code>optarium run SLUG --scale full --record</code>; also in docs/methods.md).</p>"
+        "<table><tr><th>slug</th><th>family</th><th>method</th><th>status</th><th>contract</th>"
+        "<th>quick run</th><th>full run</th><th>recorded verdicts</th></tr>" + "".join(rows) + "</table>"
     )
 
 
@@ -152,9 +170,11 @@ def _run_section(scale: str, run: RunDir) -> str:
     )
 
 
-def render_report(runs_root: Path | str = "runs") -> str:
-    """The report's HTML text for the runs stored under ``runs_root``."""
+def render_report(runs_root: Path | str = "runs", verdicts_dir: Path | str | None = None) -> str:
+    """The report's HTML text for the runs stored under ``runs_root`` and the verdicts recorded in
+    ``verdicts_dir`` (default :func:`optarium.harness.recorded.default_verdicts_dir`)."""
     latest = latest_runs(runs_root)
+    recorded = load_recorded(verdicts_dir)
     sections = []
     by_slug = {m.slug: m for m in all_methods()}
     for slug in [m.slug for m in all_methods()]:
@@ -179,15 +199,19 @@ def render_report(runs_root: Path | str = "runs") -> str:
         f"<title>optarium report</title><style>{_CSS}</style></head><body>"
         f"<h1>optarium report</h1><p class='muted'>generated {stamp} &middot; {len(all_methods())} methods, "
         f"{n_impl} implemented &middot; runs from {_esc(Path(runs_root).resolve())}</p>"
-        + _index(latest)
+        + _index(latest, recorded)
         + ("".join(sections) or "<p>No runs stored yet: <code>optarium run SLUG</code> makes one.</p>")
         + "</body></html>"
     )
 
 
-def write_report(runs_root: Path | str = "runs", out: Path | str = "runs/report.html") -> Path:
+def write_report(
+    runs_root: Path | str = "runs",
+    out: Path | str = "runs/report.html",
+    verdicts_dir: Path | str | None = None,
+) -> Path:
     """Write the report to ``out`` (parents created) and return its path."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_report(runs_root), encoding="utf-8")
+    out.write_text(render_report(runs_root, verdicts_dir), encoding="utf-8")
     return out
