@@ -243,7 +243,7 @@ def run_cmd(
     _print_outcomes(outcomes)
     if record:
         _record(outcomes, verdicts)
-    _exit_if_nothing_finished(outcomes)
+    _exit_if_units_failed(outcomes)
 
 
 def _record_target(scale: str, verdicts: Path | None) -> Path:
@@ -328,16 +328,25 @@ def suite_cmd(
     _print_outcomes(outcomes)
     if record:
         _record(outcomes, verdicts)
-    _exit_if_nothing_finished(outcomes)
+    _exit_if_units_failed(outcomes)
 
 
-def _exit_if_nothing_finished(outcomes: Sequence[Any]) -> None:
-    """Exit 1 when some experiment finished none of its units (every unit failed): that is not a result."""
-    empty = [o.slug for o in outcomes if not any(u["status"] == "done" for u in o.units)]
-    if empty:
-        click.echo(
-            f"optarium: no unit finished for {', '.join(empty)}; see the tracebacks in the run", err=True
-        )
+def _exit_if_units_failed(outcomes: Sequence[Any]) -> None:
+    """Exit 1, with one line, when any unit failed (status ``error`` or ``timeout``) or an experiment finished
+    no unit at all. A ``diverged`` unit is a measured result (a method that blew up), not a failure."""
+    failed = []
+    for o in outcomes:
+        bad: dict[str, int] = {}
+        for u in o.units:
+            if u["status"] in ("error", "timeout"):
+                bad[u["status"]] = bad.get(u["status"], 0) + 1
+        done = sum(u["status"] == "done" for u in o.units)
+        if bad or not done:
+            kinds = ", ".join(f"{k}: {v}" for k, v in sorted(bad.items())) or "none finished"
+            where = f"see {o.run_dir}/units.jsonl"
+            failed.append(f"{o.slug} {sum(bad.values())} of {len(o.units)} ({kinds}; {where})")
+    if failed:
+        click.echo(f"optarium: units failed: {'; '.join(failed)}", err=True)
         sys.exit(1)
 
 
@@ -346,21 +355,31 @@ def _exit_if_nothing_finished(outcomes: Sequence[Any]) -> None:
     "--runs", type=click.Path(path_type=Path), default=Path("runs"), show_default=True, help="Runs root."
 )
 @click.option(
-    "--out",
-    type=click.Path(path_type=Path),
-    default=Path("runs/report.html"),
-    show_default=True,
-    help="HTML file.",
+    "--out", type=click.Path(path_type=Path), default=None, help="HTML file [default: RUNS/report.html]."
 )
 @_verdicts_option
-def report_cmd(runs: Path, out: Path, verdicts: Path | None) -> None:
-    """Write the self-contained HTML report of the stored runs and the recorded verdicts."""
+def report_cmd(runs: Path, out: Path | None, verdicts: Path | None) -> None:
+    """Write the self-contained HTML report of the stored runs and the recorded verdicts.
+
+    Runs whose stored verdict cannot be read (e.g. a file cut short by a kill) are left out, listed in the
+    report and named in a warning; the command still exits 0.
+    """
+    if not runs.is_dir():
+        raise click.UsageError(f"--runs: {runs} is not a folder of stored runs (`optarium run` makes one)")
+    out = out if out is not None else runs / "report.html"
     _writable_dir(out.parent, "--out")
-    from optarium.harness.report import write_report
+    from optarium.harness.report import unreadable_runs, write_report
 
     _recorded(verdicts)  # a bad verdict file is a one-line error, not a traceback
     path = write_report(runs, out, verdicts_dir=verdicts)
     click.echo(f"wrote {path}")
+    bad = unreadable_runs(runs)
+    if bad:
+        click.echo(
+            f"optarium: warning: {len(bad)} stored run(s) could not be read and are left out: {bad[0]}"
+            + (f" (and {len(bad) - 1} more, listed in the report)" if len(bad) > 1 else ""),
+            err=True,
+        )
 
 
 @cli.command("docs")
@@ -377,7 +396,11 @@ def docs_cmd(out: Path, check: bool, verdicts: Path | None) -> None:
 
     _recorded(verdicts)  # a bad verdict file is a one-line error, not a traceback
     if check:
-        current = out.read_text(encoding="utf-8") if out.exists() else ""
+        if not out.is_file():
+            raise click.UsageError(
+                f"--out: {out} does not exist; run `optarium docs --check` in the repository or pass --out"
+            )
+        current = out.read_text(encoding="utf-8")
         if current != render_methods_md(verdicts):
             click.echo(f"optarium: {out} is stale; run `optarium docs`", err=True)
             sys.exit(1)

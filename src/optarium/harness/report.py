@@ -23,7 +23,7 @@ from optarium.harness.experiment import SCALES
 from optarium.harness.recorded import RECORD_SCALES, RecordedVerdict, load_recorded
 from optarium.harness.storage import RunDir, find_runs
 
-__all__ = ["latest_runs", "render_report", "write_report"]
+__all__ = ["latest_runs", "render_report", "unreadable_runs", "write_report"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:72rem;
@@ -64,13 +64,39 @@ def _badge(outcome: str) -> str:
     return f'<span class="badge {outcome.replace(" ", "-")}">{_esc(outcome)}</span>'
 
 
-def latest_runs(runs_root: Path | str) -> dict[tuple[str, str], RunDir]:
-    """The newest run with a verdict for each (slug, scale)."""
+def _read(run: RunDir, name: str) -> Any:
+    """``run``'s stored JSON file ``name`` (``None`` if absent); ``ValueError`` naming the file if it cannot
+    be read (truncated by a kill, not UTF-8, not JSON)."""
+    try:
+        return run.read_json(name)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{run.path / name}: cannot be read ({exc})") from None
+
+
+def _scan(runs_root: Path | str) -> tuple[dict[tuple[str, str], RunDir], list[str]]:
+    """The newest run with a readable verdict per (slug, scale), and a line per run whose verdict is not."""
     latest: dict[tuple[str, str], RunDir] = {}
+    bad: list[str] = []
     for run in find_runs(runs_root):  # newest first
-        key = (run.path.parent.parent.name, run.path.parent.name)
-        latest.setdefault(key, run)
-    return latest
+        try:
+            verdict = _read(run, "verdict.json")
+            if not isinstance(verdict, dict) or "outcome" not in verdict:
+                raise ValueError(f"{run.path / 'verdict.json'}: has no outcome")
+        except ValueError as exc:
+            bad.append(str(exc))
+            continue
+        latest.setdefault((run.path.parent.parent.name, run.path.parent.name), run)
+    return latest, bad
+
+
+def unreadable_runs(runs_root: Path | str) -> list[str]:
+    """One line per stored run whose ``verdict.json`` cannot be read (the report leaves those runs out)."""
+    return _scan(runs_root)[1]
+
+
+def latest_runs(runs_root: Path | str) -> dict[tuple[str, str], RunDir]:
+    """The newest run with a readable verdict for each (slug, scale); see :func:`unreadable_runs`."""
+    return _scan(runs_root)[0]
 
 
 def _recorded_cell(slug: str, recorded: Mapping[tuple[str, str], RecordedVerdict]) -> str:
@@ -93,9 +119,8 @@ def _index(
         cells = []
         for scale in ("quick", "full"):
             run = latest.get((m.slug, scale))
-            cells.append(
-                _badge(run.read_json("verdict.json")["outcome"]) if run else '<span class="muted">-</span>'
-            )
+            badge = _badge(_read(run, "verdict.json")["outcome"]) if run else None
+            cells.append(badge or '<span class="muted">-</span>')
         has_run = any((m.slug, s) in latest for s in SCALES)
         name = f'<a href="#{_esc(m.slug)}">{_esc(m.slug)}</a>' if has_run else _esc(m.slug)
         rows.append(
@@ -149,10 +174,17 @@ def _failures(run: RunDir) -> str:
 
 
 def _run_section(scale: str, run: RunDir) -> str:
-    verdict = run.read_json("verdict.json") or {}
-    summary = run.read_json("summary.json") or {}
-    config = run.read_json("config.json") or {}
-    env = run.read_json("environment.json") or {}
+    verdict = _read(run, "verdict.json") or {}
+    problems = []
+    parts: dict[str, Any] = {}
+    for name in ("summary.json", "config.json", "environment.json"):
+        try:
+            parts[name] = _read(run, name) or {}
+        except ValueError as exc:
+            parts[name] = {}
+            problems.append(str(exc))
+    summary, config, env = parts["summary.json"], parts["config.json"], parts["environment.json"]
+    warn = "".join(f"<p class='not-reproduced'>{_esc(p)}</p>" for p in problems)
     figs = "".join(
         f'<figure><img alt="{_esc(p.stem)}" src="data:image/png;base64,'
         f'{base64.b64encode(p.read_bytes()).decode()}">'
@@ -160,7 +192,7 @@ def _run_section(scale: str, run: RunDir) -> str:
         for p in run.figure_paths()
     )
     return (
-        f"<h3>{_esc(scale)} scale {_badge(verdict.get('outcome', 'no verdict'))}</h3>"
+        f"<h3>{_esc(scale)} scale {_badge(verdict.get('outcome', 'no verdict'))}</h3>{warn}"
         f"<p>{_esc(verdict.get('summary', ''))}</p>"
         f"<h4>Deciding figures</h4>{_kv_table(verdict.get('figures', {}))}"
         f"<h4>Final values per method</h4>{_summary_table(summary)}{_failures(run)}{figs}"
@@ -173,7 +205,7 @@ def _run_section(scale: str, run: RunDir) -> str:
 def render_report(runs_root: Path | str = "runs", verdicts_dir: Path | str | None = None) -> str:
     """The report's HTML text for the runs stored under ``runs_root`` and the verdicts recorded in
     ``verdicts_dir`` (default :func:`optarium.harness.recorded.default_verdicts_dir`)."""
-    latest = latest_runs(runs_root)
+    latest, unreadable = _scan(runs_root)
     recorded = load_recorded(verdicts_dir)
     sections = []
     by_slug = {m.slug: m for m in all_methods()}
@@ -181,7 +213,7 @@ def render_report(runs_root: Path | str = "runs", verdicts_dir: Path | str | Non
         scales = [s for s in ("full", "quick", "smoke") if (slug, s) in latest]
         if not scales:
             continue
-        first = latest[(slug, scales[0])].read_json("verdict.json") or {}
+        first = _read(latest[(slug, scales[0])], "verdict.json") or {}
         info = by_slug[slug]
         sections.append(
             f'<h2 id="{_esc(slug)}">{_esc(slug)}: {_esc(info.title)}</h2>'
@@ -201,8 +233,16 @@ def render_report(runs_root: Path | str = "runs", verdicts_dir: Path | str | Non
         f"{n_impl} implemented &middot; runs from {_esc(Path(runs_root).resolve())}</p>"
         + _index(latest, recorded)
         + ("".join(sections) or "<p>No runs stored yet: <code>optarium run SLUG</code> makes one.</p>")
+        + _unreadable_section(unreadable)
         + "</body></html>"
     )
+
+
+def _unreadable_section(bad: list[str]) -> str:
+    if not bad:
+        return ""
+    items = "".join(f"<li><code>{_esc(line)}</code></li>" for line in bad)
+    return f"<h2>Stored runs that could not be read</h2><p>Left out of this report:</p><ul>{items}</ul>"
 
 
 def write_report(
