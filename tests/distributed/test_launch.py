@@ -36,6 +36,17 @@ def test_bad_arguments() -> None:
         launch(_testing.fail_at, 2, 1, n_clients=2, deadline_s=-1.0)
 
 
+def test_unpicklable_function_or_arguments_are_named_before_any_rank_starts() -> None:
+    """A lambda surfaced as a raw pickling AttributeError from inside the spawn machinery."""
+    with pytest.raises(TypeError, match=r"^fn: must be picklable .*lambda"):
+        launch(lambda comm: 0, 2, n_clients=2)
+    with pytest.raises(TypeError, match=r"^args: must be picklable"):
+        launch(_testing.fail_at, 2, lambda: 0, n_clients=2)
+    with pytest.raises(TypeError, match=r"^kwargs: must be picklable"):
+        launch(_testing.fail_at, 2, 1, n_clients=2, rank=lambda: 0)
+    assert launch(lambda comm: 7, 1, n_clients=2) == [7]  # world size 1 runs in process: any callable
+
+
 def test_threads_per_rank(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

@@ -36,6 +36,7 @@ import contextlib
 import json
 import multiprocessing.connection
 import os
+import pickle
 import socket
 import tempfile
 import time
@@ -347,6 +348,19 @@ def _attempt(
     return procs, noticed, stopped, stuck
 
 
+def _check_picklable(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Spawned ranks receive ``fn`` and its arguments by pickling: say so, naming what fails, before any
+    process starts (a lambda or a function defined inside another one cannot be sent)."""
+    for name, obj in (("fn", fn), ("args", args), ("kwargs", kwargs)):
+        try:
+            pickle.dumps(obj)
+        except (pickle.PicklingError, AttributeError, TypeError) as exc:
+            hint = " (use a function defined at module level, not a lambda or a nested function)"
+            raise TypeError(
+                f"{name}: must be picklable to reach spawned ranks{hint if name == 'fn' else ''}: {exc}"
+            ) from None
+
+
 def launch(
     fn: Callable[..., Any],
     world_size: int,
@@ -384,6 +398,7 @@ def launch(
         return [fn(Communicator.local(n_clients), *args, **kwargs)]
     if n_clients < world_size:
         raise ValueError(f"n_clients: must be >= world_size ({world_size}), got {n_clients}")
+    _check_picklable(fn, args, kwargs)
     deadline = None if deadline_s is None else time.monotonic() + deadline_s
     for attempt in range(2):
         with tempfile.TemporaryDirectory(prefix="optarium-launch-") as tmp_name:
