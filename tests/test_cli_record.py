@@ -33,6 +33,7 @@ def _decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> 
 @pytest.fixture
 def toy(monkeypatch: pytest.MonkeyPatch) -> Any:
     CALLS.clear()
+    monkeypatch.setenv("COLUMNS", "250")  # rich folds table cells to the terminal width (narrow under xdist)
 
     def install(methods: Sequence[str] = ("good", "base"), slug: str = SLUG) -> None:
         cfg = {"seeds": 2}

@@ -343,11 +343,12 @@ def test_bad_input_names_the_argument() -> None:
 
 # ------------------------------------------------------------------------------------ behaviour on OmniTest-2
 def _omnitest_setup(n_data: int, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list]:
-    from optarium.experiments.pom_mobo import _hyper
+    from optarium.bo.mo_problems import OmniTest
+    from optarium.bo.pom import sobol_gp_hyperparameters
 
     pool = _pool(1000, seed)
     bounds = torch.tensor([[0.0, 0.0], [6.0, 6.0]], dtype=torch.float64)
-    return bounds, pool, pool[:n_data], list(_hyper("omnitest2", 64, 0.0))
+    return bounds, pool, pool[:n_data], sobol_gp_hyperparameters(OmniTest(2), 64)
 
 
 @pytest.mark.parametrize("kind", ["qlogehvi", "qehvi_quality"])
@@ -390,3 +391,22 @@ def test_screening_keeps_the_most_often_non_dominated_candidates_and_continuous_
     xc = c.ask(3)
     assert ((xc >= 0) & (xc <= 6)).all() and torch.unique(xc, dim=0).shape[0] == 3
     assert x.shape == (4, 2)
+
+
+def test_sobol_gp_hyperparameters_are_the_fit_on_the_seeded_sobol_design() -> None:
+    from optarium.bo.mo_problems import OmniTest, sobol_pool
+    from optarium.bo.pom import fit_gp_hyperparameters, sobol_gp_hyperparameters
+
+    prob = OmniTest(2)
+    hyper = sobol_gp_hyperparameters(prob, 24, seed=7)
+    X = sobol_pool(prob, 24, 7)
+    Y = prob(X)
+    lo, hi = prob.bounds
+    ref = fit_gp_hyperparameters((X - lo) / (hi - lo), (Y - Y.mean(0)) / Y.std(0))
+    assert len(hyper) == 2
+    for h, r in zip(hyper, ref, strict=True):
+        assert h.keys() == r.keys() and all(torch.equal(h[k], r[k]) for k in h)
+    ls = [h["covar_module.raw_lengthscale"] for h in hyper]
+    assert all(v.shape == (1, 2) for v in ls) and not torch.equal(ls[0], ls[1])  # one fit per objective
+    with pytest.raises(ValueError, match=r"^n_points"):
+        sobol_gp_hyperparameters(prob, 1)

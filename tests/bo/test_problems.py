@@ -48,3 +48,28 @@ def test_bad_input() -> None:
         make_problem("sphere", 2, bounds=(1.0, 2.0))  # optimum outside the box
     with pytest.raises(ValueError, match=r"^x"):
         make_problem("sphere", 2)(torch.zeros(1, 3))
+
+
+def test_goldstein_price_values_optimum_and_problem_wrapper() -> None:
+    from botorch.test_functions.synthetic import SyntheticTestFunction
+
+    from optarium.bo.problems import goldstein_price
+
+    f = goldstein_price()
+    assert isinstance(f, SyntheticTestFunction) and f.dim == 2
+    assert f.bounds.tolist() == [[-2.0, -2.0], [2.0, 2.0]] and f.optimal_value == 3.0
+    x = torch.tensor([[0.0, -1.0], [0.0, 0.0], [1.0, 1.0], [-2.0, 2.0]], dtype=torch.float64)
+    # by hand: f(0,-1) = 1 * 3, f(0,0) = 20 * 30, f(1,1) = (1 + 9 * 3) * (30 + 1 * 37),
+    # f(-2,2) = (1 + 1 * 19) * (30 + 100 * 478)
+    assert f(x).tolist() == [3.0, 600.0, 28.0 * 67.0, 20.0 * 47830.0]
+    # the minimum on a fine grid is the listed one
+    g = torch.linspace(-2, 2, 401, dtype=torch.float64)
+    grid = torch.cartesian_prod(g, g)
+    vals = f(grid)
+    assert float(vals.min()) == pytest.approx(3.0, abs=1e-12)
+    torch.testing.assert_close(grid[int(vals.argmin())], torch.tensor([0.0, -1.0], dtype=torch.float64))
+    neg = goldstein_price(negate=True)
+    assert float(neg(x[:1])) == -3.0
+    prob = make_problem("goldstein_price")
+    assert prob.dim == 2 and prob.optimal_value == 3.0 and prob.name == "goldstein_price2"
+    assert torch.equal(prob(x), f(x)) and prob.regret(3.5) == 0.5

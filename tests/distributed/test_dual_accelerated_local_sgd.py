@@ -8,16 +8,15 @@ import warnings
 import pytest
 import torch
 
+from optarium.distributed.baselines import fedavg, scaffold
 from optarium.distributed.comm import Communicator
 from optarium.distributed.dual_accelerated_local_sgd import (
     dual_accelerated_local_sgd,
     dual_parameters,
-    fedavg,
     round_spectral_radius,
-    scaffold,
-    spmd_batch,
 )
 from optarium.distributed.federated import HeterogeneousRidge, make_heterogeneous_ridge
+from optarium.distributed.spmd import spmd_batch
 from optarium.distributed.topology import mixing_matrix
 
 M, D = 8, 20
@@ -324,8 +323,9 @@ def test_one_and_two_gloo_processes_give_the_same_iterates() -> None:
     two = launch(spmd_batch, 2, jobs, n_clients=M, timeout_s=30.0)
     for rank_out in two:
         for (method, *_), a, b in zip(jobs, one, rank_out, strict=True):
-            for key in ("X", "x") + (("lam",) if method == "dual" else ()):
-                assert torch.allclose(b[key], a[key], atol=1e-12, rtol=1e-12), (method, key)
-            assert b["history"][-1]["uplink_bits"] == a["history"][-1]["uplink_bits"]
-            assert b["history"][-1]["objective"] == pytest.approx(a["history"][-1]["objective"], rel=1e-12)
-            assert b["comm"]["uplink_rounds"] == a["comm"]["uplink_rounds"] == 12
+            for key in ("X",) + (("lam",) if method == "dual" else ()):
+                assert torch.allclose(b.extras[key], a.extras[key], atol=1e-12, rtol=1e-12), (method, key)
+            assert torch.allclose(b.x, a.x, atol=1e-12, rtol=1e-12), (method, "x")
+            assert b.history.last("uplink_bits") == a.history.last("uplink_bits")
+            assert b.history.last("objective") == pytest.approx(a.history.last("objective"), rel=1e-12)
+            assert b.extras["comm"]["uplink_rounds"] == a.extras["comm"]["uplink_rounds"] == 12

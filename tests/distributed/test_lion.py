@@ -8,10 +8,7 @@ import sys
 import pytest
 import torch
 
-import optarium.experiments.lion_vr as exp
-from optarium.distributed import _testing
 from optarium.distributed.comm import Communicator
-from optarium.distributed.launch import launch
 from optarium.distributed.lion import DistributedLion, per_client_grads, unbiased_sign
 from optarium.optim._nonfinite import NonFiniteGradientError
 from optarium.optim.lion_vr import Lion, LionVR
@@ -307,24 +304,3 @@ def test_bad_arguments_raise() -> None:
     opt = DistributedLion([x], Communicator.local(2))
     with pytest.raises(ValueError, match=r"^grad_fn:"):
         opt.step(lambda xs: [torch.zeros(3)])
-
-
-@pytest.mark.distributed
-def test_two_processes_give_the_same_iterates_and_bits() -> None:
-    """The experiment's SPMD unit at world size 1 and 2 (gloo): same scores and bits (VR, full and 1-bit)."""
-    problem = (60, 16, 0.1, 0.1, 0)
-    plan = [(n, exp.dist_grid("dist-lion")[2]) for n in (3, 4)]  # 3: uneven blocks (2 + 1)
-    methods = ("dist-lion-vr", "dist-lion-vr-1bit")  # full-precision and 1-bit paths, both with VR
-    ref = {m: exp._dist_unit(Communicator.local(1), m, plan, problem, 1, 15, 4, 5) for m in methods}
-    calls = [(exp._dist_unit, (m, plan, problem, 1, 15, 4, 5)) for m in methods]
-    calls.append((_testing.lion_probe, (1,)))  # the 1-bit server on rank 1 instead of rank 0
-    two = launch(_testing.run_many, 2, calls, n_clients=2, timeout_s=30)
-    server0 = _testing.lion_probe(Communicator.local(2), 0)
-    for rank in range(2):
-        assert torch.equal(two[rank][-1], server0)
-        for i, m in enumerate(methods):
-            for a, b in zip(ref[m], two[rank][i], strict=True):
-                torch.testing.assert_close(
-                    torch.tensor(a["grad_l1"]), torch.tensor(b["grad_l1"]), rtol=1e-5, atol=1e-6
-                )
-                assert a["uplink_bits_per_step"] == b["uplink_bits_per_step"]

@@ -11,7 +11,10 @@ import pytest
 import torch
 
 import optarium.experiments.lion_vr as exp
+import optarium.experiments.lion_vr_distributed as dist
+from optarium.distributed import _testing
 from optarium.distributed.comm import Communicator
+from optarium.distributed.launch import launch
 from optarium.harness.runner import run_experiment
 
 
@@ -227,11 +230,32 @@ def test_distributed_tuning_runs_each_configuration_alone(method: str) -> None:
     pc = dc["problem"]
     problem = (pc["n"], pc["dim"], pc["alpha"], pc["flip"], pc["data_seed"])
     run = (int(dc["steps"]), int(dc["batch_size"]), int(dc["record_every"]))
-    best, scores = exp._dist_tune.__wrapped__(method, 2, problem, *run)
+    best, scores = dist._dist_tune.__wrapped__(method, 2, problem, *run)
     single = []
     for hp in exp.dist_grid(method):
-        res = exp._dist_train(Communicator.local(2), method, [hp], problem, 0, *run)
+        res = dist._dist_train(Communicator.local(2), method, [hp], problem, 0, *run)
         single.append(sum(v[0] for v in res["grad_l1"][-3:]) / 3)
     assert len(scores) == 4 == len(single)
     assert list(scores) == pytest.approx(single, rel=1e-12)
     assert best == min(range(4), key=single.__getitem__)
+
+
+@pytest.mark.distributed
+def test_two_processes_give_the_same_iterates_and_bits() -> None:
+    """The experiment's SPMD unit at world size 1 and 2 (gloo): same scores and bits (VR, full and 1-bit)."""
+    problem = (60, 16, 0.1, 0.1, 0)
+    plan = [(n, dist.dist_grid("dist-lion")[2]) for n in (3, 4)]  # 3: uneven blocks (2 + 1)
+    methods = ("dist-lion-vr", "dist-lion-vr-1bit")  # full-precision and 1-bit paths, both with VR
+    ref = {m: dist._dist_unit(Communicator.local(1), m, plan, problem, 1, 15, 4, 5) for m in methods}
+    calls = [(dist._dist_unit, (m, plan, problem, 1, 15, 4, 5)) for m in methods]
+    calls.append((_testing.lion_probe, (1,)))  # the 1-bit server on rank 1 instead of rank 0
+    two = launch(_testing.run_many, 2, calls, n_clients=2, timeout_s=30)
+    server0 = _testing.lion_probe(Communicator.local(2), 0)
+    for rank in range(2):
+        assert torch.equal(two[rank][-1], server0)
+        for i, m in enumerate(methods):
+            for a, b in zip(ref[m], two[rank][i], strict=True):
+                torch.testing.assert_close(
+                    torch.tensor(a["grad_l1"]), torch.tensor(b["grad_l1"]), rtol=1e-5, atol=1e-6
+                )
+                assert a["uplink_bits_per_step"] == b["uplink_bits_per_step"]

@@ -225,3 +225,23 @@ def test_a_dying_worker_costs_only_its_own_unit() -> None:
     status = {u["seed"]: u["status"] for u in got}
     assert status == {0: "done", 1: "error", 2: "done", 3: "done"}
     assert "worker process died" in next(u for u in got if u["seed"] == 1)["error"]
+
+
+def test_log_result_logs_a_solver_trace_and_its_final_status_in_one_line() -> None:
+    from optarium._core.result import Result, Trace
+    from optarium.harness.runner import RunContext
+
+    ctx = RunContext("dual", 3, "smoke", timeout_s=60.0)
+    ctx.stopwatch.start()
+    trace = Trace.from_rows([{"step": 0, "gap": 1.0}, {"step": 4, "gap": float("nan")}])
+    res = Result(x=None, value=float("inf"), status="diverged", n_iter=4, history=trace, wall_time_s=0.5)
+    ctx.log_result(res, prefix="acc_", kappa=10.0)
+    assert [r["step"] for r in ctx.records] == [0, 4, 4]
+    first, second, final = ctx.records
+    assert first["acc_gap"] == 1.0 and first["kappa"] == 10.0 and first["method"] == "dual"
+    assert second["acc_gap"] != second["acc_gap"]  # NaN kept, not raised as a divergence of the unit
+    assert final["acc_solver_status"] == "diverged" and final["acc_n_iter"] == 4 and final["acc_final"] == 1
+    assert final["acc_value"] == float("inf") and final["acc_wall_time_s"] == 0.5 and final["kappa"] == 10.0
+    assert "status" not in final  # the unit's status is set by the runner, never by the solver
+    with pytest.raises(TypeError, match=r"^result"):
+        ctx.log_result({"x": 1})

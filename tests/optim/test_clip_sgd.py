@@ -142,10 +142,11 @@ def test_noise_free_clip_sgd_reaches_stationarity_on_problem1() -> None:
 
 # 6. Tail comparison at equal step: the optimizer (per seed, one after the other) vs the batched runner.
 def test_batched_runner_matches_optimizer_per_seed() -> None:
-    from optarium.experiments.clip_sgd_heavy_tail import _Problem, simulate
     from optarium.problems.heavy_tail import StudentTNoise
+    from optarium.problems.sgd_simulation import simulate
+    from optarium.problems.weakly_convex import WeaklyConvexOracle
 
-    problem, noise = _Problem("ls", 0.5), StudentTNoise(1.5)
+    problem, noise = WeaklyConvexOracle("ls", 0.5), StudentTNoise(1.5)
     gen = torch.Generator().manual_seed(3)
     u = noise.sample((40, 4, problem.dim), torch.Generator().manual_seed(3))
     last, _ = simulate(
@@ -165,10 +166,11 @@ def test_batched_runner_matches_optimizer_per_seed() -> None:
 
 def test_equal_step_tails_clip_vs_sgd_with_movement_control() -> None:
     """Spec test 6 (scaled to fit ~3 s): ν = 1.5, the same η = 0.01 for both, τ = 2, paired noise."""
-    from optarium.experiments.clip_sgd_heavy_tail import _Problem, quantile, simulate
     from optarium.problems.heavy_tail import StudentTNoise
+    from optarium.problems.sgd_simulation import quantile, simulate
+    from optarium.problems.weakly_convex import WeaklyConvexOracle
 
-    problem = _Problem("ls", 0.5)
+    problem = WeaklyConvexOracle("ls", 0.5)
     start = float(problem.metric(problem.x0.view(1, -1))[0])
     gen = torch.Generator().manual_seed(11)
     last, _ = simulate(problem, StudentTNoise(1.5), [0.01, 0.01, 0.01], [2.0, math.inf, 0.05], seeds=500,

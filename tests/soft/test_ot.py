@@ -1,10 +1,11 @@
-"""Tests for optarium.soft._ot: batched regularised OT onto anchors (spec tests 3 and 5)."""
+"""Tests for optarium.soft._anchor_plan: batched regularised OT onto anchors (spec tests 3 and 5)."""
 
 import pytest
 import torch
 
-from optarium.soft import _ot
-from optarium.soft._ot import _solve, transport_plan
+from optarium.ot import _linalg
+from optarium.soft import _anchor_plan as _ot
+from optarium.soft._anchor_plan import _solve, transport_plan
 
 torch.set_num_threads(1)
 F64 = torch.float64
@@ -156,10 +157,10 @@ def test_cg_path_matches_dense_path(monkeypatch):
     for mode in ("smooth", "c0"):
         P = transport_plan(x, a, nu, 0.1, mode, sinkhorn_tol=1e-12, lbfgs_tol=1e-12)
         (gd,) = torch.autograd.grad((P * w).sum(), x)
-        monkeypatch.setattr(_ot, "_DENSE_LIMIT", 0)
+        monkeypatch.setattr(_linalg, "_DENSE_LIMIT", 0)
         P2 = transport_plan(x, a, nu, 0.1, mode, sinkhorn_tol=1e-12, lbfgs_tol=1e-12)
         (gc,) = torch.autograd.grad((P2 * w).sum(), x)
-        monkeypatch.setattr(_ot, "_DENSE_LIMIT", 128)
+        monkeypatch.setattr(_linalg, "_DENSE_LIMIT", 128)
         assert float((P - P2).abs().max()) < 1e-9
         assert float((gd - gc).abs().max()) < 1e-7
 

@@ -179,7 +179,7 @@ def test_bad_inputs_raise_naming_the_argument() -> None:
 
 
 def test_decision_focused_training_runs_and_is_deterministic() -> None:
-    from optarium.experiments.sparse_tangent_portfolio import synthetic_universe
+    from optarium.problems.portfolio import synthetic_universe
 
     uni = synthetic_universe(0, 6, 252 * 3 + 21)
     dates = torch.arange(252, 252 * 2, 21)

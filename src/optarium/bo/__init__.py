@@ -3,6 +3,12 @@
 Every strategy is an :class:`optarium._core.asktell.AskTellStrategy` (``ask``/``tell`` in the caller's units,
 float64, a ``torch.Generator``, ``state_dict``) and passes :mod:`optarium.testing.asktell`. BoTorch, GPyTorch,
 Optuna, pymoo and POT are imported inside the functions that need them, so ``import optarium.bo`` stays cheap.
+
+GP surrogates are built and fitted in one place, :mod:`optarium.bo.gp` (Matérn-5/2 kernel, ``SingleTaskGP``
+on standardised float64 targets, capped ML fit, hyperparameter state): POM, tcGP and the GP-TuRBO baseline
+use it.
+Single-objective test problems (BoTorch's, plus the sphere and Goldstein-Price) are in
+:mod:`optarium.bo.problems`, multi-objective ones in :mod:`optarium.bo.mo_problems`.
 """
 
 from optarium.bo.acquisition import non_dominated_mask, non_dominated_ranks, pareto_select, ucb_select
@@ -25,6 +31,7 @@ from optarium.bo.calibration import (
     twcrps_quadrature,
 )
 from optarium.bo.enn import ENN, ENNParams, ENNPosterior, fit_enn_params, loo_log_likelihood
+from optarium.bo.gp import fit_gp, hyperparameter_state, matern52_kernel, single_task_gp
 from optarium.bo.metrics import expected_minimum_distance, hypervolume, pieces_hit, rediscovery_ratio
 from optarium.bo.minimize import make_strategy, minimize
 from optarium.bo.mo_problems import SYMPART, MOProblem, OmniTest, pool_pareto_set, sobol_pool
@@ -40,8 +47,9 @@ from optarium.bo.pom import (
     pom_greedy_batch,
     pom_log_value,
     smoothed_log_quality,
+    sobol_gp_hyperparameters,
 )
-from optarium.bo.problems import Problem, make_problem
+from optarium.bo.problems import Problem, goldstein_price, make_problem
 from optarium.bo.tcgp import CalibrationFit, TailCalibratedGP, TcGPEI, select_calibration
 from optarium.bo.trust_region import TrustRegion, latin_hypercube, raasp_candidates, trust_region_bounds
 from optarium.bo.turbo_enn import RandomSearch, TurboENN, TurboGP, TurboStrategy, TurboZero
@@ -75,10 +83,13 @@ __all__ = [
     "crps_gaussian",
     "expected_minimum_distance",
     "fit_enn_params",
+    "fit_gp",
     "fit_gp_hyperparameters",
     "gennorm_cdf",
     "gennorm_expected_improvement",
     "gennorm_tail_quantile",
+    "goldstein_price",
+    "hyperparameter_state",
     "hypervolume",
     "joint_posterior_samples",
     "ks_uniform",
@@ -88,6 +99,7 @@ __all__ = [
     "loo_predictions",
     "make_problem",
     "make_strategy",
+    "matern52_kernel",
     "minimize",
     "non_dominated_mask",
     "non_dominated_ranks",
@@ -101,7 +113,9 @@ __all__ = [
     "rediscovery_ratio",
     "reliability_curve",
     "select_calibration",
+    "single_task_gp",
     "smoothed_log_quality",
+    "sobol_gp_hyperparameters",
     "sobol_pool",
     "trust_region_bounds",
     "turbo_enn_sampler",

@@ -1,8 +1,11 @@
 """``minimize(f, bounds, budget, strategy)``: the plain ask/evaluate/tell loop returning a :class:`Result`.
 
 The loop asks ``batch_size`` points, evaluates ``f`` on them, tells the values, and stops when ``budget``
-evaluations were spent (status ``"max_iter"``) or, if ``target`` is given, once the best value is at or below
-it (``"converged"``). A rich progress bar shows evaluations and the best value (``progress=False`` hides it).
+evaluations were spent (status ``"max_iter"``), if ``target`` is given once the best value is at or below it
+(``"converged"``), and if ``time_limit_s`` is given once that many seconds have passed (``"timeout"``,
+checked after each batch). A rich progress bar shows evaluations and the best value (``progress=False``
+hides it). :func:`solver_cases` declares the loop's case of the solver conformance suite
+(:mod:`optarium.testing.solvers`).
 """
 
 from __future__ import annotations
@@ -15,9 +18,9 @@ import torch
 
 from optarium._core.asktell import AskTellStrategy
 from optarium._core.result import Result, Trace
-from optarium._core.validation import check_choice, check_finite, check_int, check_type
+from optarium._core.validation import check_choice, check_finite, check_int, check_nonnegative, check_type
 
-__all__ = ["STRATEGIES", "make_strategy", "minimize"]
+__all__ = ["STRATEGIES", "make_strategy", "minimize", "solver_cases"]
 
 #: Names accepted as ``strategy``.
 STRATEGIES = ("turbo-enn", "turbo-enn-pareto", "turbo-gp", "turbo-zero", "random")
@@ -63,6 +66,7 @@ def minimize(
     batched: bool = True,
     target: float | None = None,
     seed: int = 0,
+    time_limit_s: float | None = None,
 ) -> Result:
     """Minimise the black box ``f`` over the box ``bounds`` with ``budget`` evaluations.
 
@@ -77,6 +81,8 @@ def minimize(
         batched: how ``f`` is called.
         target: stop once the best value is <= target (status ``"converged"``).
         seed: seed of a strategy built by name.
+        time_limit_s: stop (status ``"timeout"``) once this many seconds have passed, checked after each
+            batch.
 
     Returns:
         :class:`~optarium._core.result.Result` with ``x`` the best point, ``value`` its value, ``n_iter`` the
@@ -89,6 +95,8 @@ def minimize(
     check_type("progress", progress, bool)
     if target is not None:
         target = check_finite("target", target)
+    if time_limit_s is not None:
+        time_limit_s = check_nonnegative("time_limit_s", time_limit_s)
     if isinstance(strategy, str):
         strategy = make_strategy(strategy, bounds, batch_size=batch_size, seed=seed)
     check_type("strategy", strategy, AskTellStrategy)
@@ -137,6 +145,9 @@ def minimize(
             if target is not None and best <= target:
                 status = "converged"
                 break
+            if time_limit_s is not None and time.perf_counter() - start >= time_limit_s and used < budget:
+                status = "timeout"
+                break
     finally:
         if bar is not None:
             bar.stop()
@@ -149,3 +160,58 @@ def minimize(
         wall_time_s=time.perf_counter() - start,
         extras={"X": strategy.X.clone(), "Y": strategy.Y.clone(), "strategy": strategy},
     )
+
+
+def solver_cases() -> list[Any]:
+    """The conformance case of :func:`minimize` (random search on a 2-d quadratic; see
+    :mod:`optarium.testing.solvers`).
+
+    Float64 only: black-box strategies store their data in float64 by contract (a float32 box is converted).
+    ``diverged`` is unreachable by design: the best value can only decrease, and NaN or infinite values of
+    ``f`` are rejected by ``tell`` with a ``ValueError`` naming ``y``.
+    """
+    from optarium._core.solver import SolverCase
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return ((x - 0.5) ** 2).sum(-1)
+
+    def solve(*, dtype: torch.dtype, device: Any, seed: int, **overrides: Any) -> Result:
+        bounds = torch.tensor([[-2.0, -2.0], [2.0, 2.0]], dtype=dtype, device=device)
+        kw: dict[str, Any] = {"budget": 24, "strategy": "random", "batch_size": 4, "progress": False}
+        kw.update(seed=seed, **overrides)
+        return minimize(f, bounds, **kw)
+
+    def best(res: Result) -> float:
+        return float(f(torch.as_tensor(res.x).detach().cpu().to(torch.float64)))
+
+    return [
+        SolverCase(
+            name="bo-minimize",
+            solve=solve,
+            statuses={
+                "converged": {"target": 0.05, "budget": 400},
+                "max_iter": {"budget": 10},  # batches of 4, 4 and 2
+                "timeout": {"time_limit_s": 0.0, "budget": 400},
+            },
+            max_iter=3,
+            tolerance_holds=lambda res: best(res) <= 0.05,
+            optimality=best,  # the minimum is 0 at (0.5, 0.5)
+            optimality_tol=0.05,
+            invalid=[
+                ({"budget": 0}, "budget"),
+                ({"batch_size": 0}, "batch_size"),
+                ({"strategy": "nope"}, "strategy"),
+                ({"progress": "yes"}, "progress"),
+                ({"target": float("nan")}, "target"),
+                ({"time_limit_s": -1.0}, "time_limit_s"),
+            ],
+            stochastic=True,
+            dtypes=("float64",),
+            timing_metrics=("seconds",),
+            exempt={
+                "diverged": "unreachable by design: the best value only decreases and tell() rejects NaN or "
+                "infinite values of f with a ValueError naming y (tests/bo/test_minimize.py and the ask/tell "
+                "conformance suite check that)",
+            },
+        )
+    ]

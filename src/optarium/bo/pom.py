@@ -38,7 +38,8 @@ Deviations (documented): continuous spaces are handled by a fresh scrambled-Sobo
 ``screen_size`` are screened by the marginal (independent-draw) Pareto frequency before joint sampling, and
 screened-out points are ignored as dominators. Surrogate: one BoTorch ``SingleTaskGP`` per objective
 (Matérn-5/2 ARD, dimension-scaled priors) on the unit cube and standardised, minimisation-signed targets;
-hyperparameters fitted every ``ask`` or fixed (``gp_hyperparameters``), as in the spec's quick experiment.
+hyperparameters fitted every ``ask`` or fixed (``gp_hyperparameters``, e.g. :func:`sobol_gp_hyperparameters`),
+as in the spec's quick experiment; built and fitted by the family's GP helper :mod:`optarium.bo.gp`.
 
 Baseline :class:`QLogEHVI`: BoTorch's ``qLogExpectedHypervolumeImprovement`` picked sequentially-greedily with
 pending points over a fresh random subset of the candidate set per pick (Daulton et al., NeurIPS 2020; Ament
@@ -67,6 +68,7 @@ __all__ = [
     "pom_greedy_batch",
     "pom_log_value",
     "smoothed_log_quality",
+    "sobol_gp_hyperparameters",
 ]
 
 #: Below this many joint-success draws the sequential quality factor falls back to the smoothed marginal.
@@ -270,11 +272,9 @@ def pom_greedy_batch(
 
 # ----------------------------------------------------------------------------------------------- GP models
 def _build_gp(X: torch.Tensor, y: torch.Tensor) -> Any:
-    from botorch.models import SingleTaskGP
-    from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scaled_prior
+    from optarium.bo.gp import matern52_kernel, single_task_gp
 
-    covar = get_covar_module_with_dim_scaled_prior(ard_num_dims=X.shape[-1], use_rbf_kernel=False)
-    return SingleTaskGP(X, y.unsqueeze(-1), covar_module=covar, outcome_transform=None).to(X)
+    return single_task_gp(X, y, covar_module=matern52_kernel(X.shape[-1], prior="dim_scaled"))
 
 
 def fit_gp_hyperparameters(X: torch.Tensor, Y: torch.Tensor) -> list[dict[str, torch.Tensor]]:
@@ -285,22 +285,43 @@ def fit_gp_hyperparameters(X: torch.Tensor, Y: torch.Tensor) -> list[dict[str, t
         X: ``(n, d)`` designs in the unit cube.
         Y: ``(n, m)`` standardised, minimisation-signed targets.
     """
-    return [{k: v.detach().clone() for k, v in m.state_dict().items()} for m in _models(X, Y, None)]
+    from optarium.bo.gp import hyperparameter_state
+
+    return [hyperparameter_state(m) for m in _models(X, Y, None)]
+
+
+def sobol_gp_hyperparameters(problem: Any, n_points: int, seed: int = 12345) -> list[dict[str, torch.Tensor]]:
+    """GP hyperparameters of a multi-objective problem fitted once, before any run, on ``n_points`` scrambled
+    Sobol points of its box (seeded: deterministic): the fixed ``gp_hyperparameters`` of the spec's POM
+    experiment (:func:`fit_gp_hyperparameters` on unit-cube designs and per-objective z-scored values).
+
+    Args:
+        problem: an :class:`~optarium.bo.mo_problems.MOProblem` (``bounds``, ``dim``, callable on ``(n, d)``).
+        n_points: number of Sobol points (>= 2).
+        seed: the Sobol scrambling seed (12345 in the experiment).
+    """
+    from optarium.bo.mo_problems import sobol_pool
+
+    n_points = check_int("n_points", n_points, minimum=2)
+    X = sobol_pool(problem, n_points, seed)
+    Y = problem(X)
+    Y = (Y - Y.mean(0)) / Y.std(0)
+    lo, hi = problem.bounds
+    return fit_gp_hyperparameters((X - lo) / (hi - lo), Y)
 
 
 def _models(X: torch.Tensor, Y: torch.Tensor, hyper: list[dict[str, torch.Tensor]] | None) -> list[Any]:
-    from botorch.fit import fit_gpytorch_mll
-    from gpytorch.mlls import ExactMarginalLogLikelihood
+    """One fitted (``hyper=None``: BoTorch's retrying ML fit, default budget) or fixed-hyperparameter GP per
+    objective (:mod:`optarium.bo.gp`), in eval mode."""
+    from optarium.bo.gp import fit_gp
 
     models = []
     for k in range(Y.shape[-1]):
         model = _build_gp(X, Y[:, k])
         if hyper is None:
-            fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+            fit_gp(model, retry=True, quiet=False)
         else:
-            state = {n: v for n, v in hyper[k].items() if not n.startswith("train")}
-            model.load_state_dict(state, strict=False)
-        model.eval()
+            fit_gp(model, init_state=hyper[k], maxiter=0)
         models.append(model)
     return models
 

@@ -3,21 +3,24 @@
 Every problem is a minimisation problem in the user's units: ``problem(x)`` maps ``(n, d)`` to ``(n,)``.
 The functions themselves are BoTorch's (not rewritten); this module adds a uniform interface: optional box
 override (e.g. Ackley on [-5, 10]^d as in the TuRBO-ENN paper), optional shift of the optimiser, known optimal
-value and optimisers. The one problem BoTorch lacks, the (shifted) sphere, is defined here.
+value and optimisers. The problems BoTorch lacks are defined here: the (shifted) sphere and Goldstein-Price
+(:func:`goldstein_price`, a BoTorch ``SyntheticTestFunction`` built on first use).
 
 BoTorch is imported when a problem is built, never at import time of :mod:`optarium.bo`.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from optarium._core.validation import check_choice, check_int, check_type
 
-__all__ = ["PROBLEMS", "Problem", "make_problem"]
+__all__ = ["PROBLEMS", "Problem", "goldstein_price", "make_problem"]
 
 #: name -> (BoTorch class name or None for the sphere, fixed dimension or None)
 PROBLEMS: dict[str, tuple[str | None, int | None]] = {
@@ -29,10 +32,51 @@ PROBLEMS: dict[str, tuple[str | None, int | None]] = {
     "styblinski_tang": ("StyblinskiTang", None),
     "branin": ("Branin", 2),
     "hartmann6": ("Hartmann", 6),
+    "goldstein_price": ("GoldsteinPrice", 2),
     "sphere": (None, None),
 }
 
 _HARTMANN6_MIN = -3.32237  # BoTorch lists the optimiser but not the value
+
+
+@functools.lru_cache(maxsize=1)
+def _goldstein_price_class() -> type:
+    from botorch.test_functions.synthetic import SyntheticTestFunction
+
+    class GoldsteinPrice(SyntheticTestFunction):
+        """Goldstein-Price on [-2, 2]^2; global minimum 3 at (0, -1)."""
+
+        dim = 2
+        continuous_inds = [0, 1]  # noqa: RUF012 - BoTorch class attribute
+        _bounds = [(-2.0, 2.0), (-2.0, 2.0)]  # noqa: RUF012
+        _optimal_value = 3.0
+        _optimizers = [(0.0, -1.0)]  # noqa: RUF012
+
+        def _evaluate_true(self, X: torch.Tensor) -> torch.Tensor:
+            x1, x2 = X[..., 0], X[..., 1]
+            a = 1 + (x1 + x2 + 1) ** 2 * (19 - 14 * x1 + 3 * x1**2 - 14 * x2 + 6 * x1 * x2 + 3 * x2**2)
+            b = 30 + (2 * x1 - 3 * x2) ** 2 * (
+                18 - 32 * x1 + 12 * x1**2 + 48 * x2 - 36 * x1 * x2 + 27 * x2**2
+            )
+            return a * b
+
+    return GoldsteinPrice
+
+
+def goldstein_price(**kwargs: Any) -> Any:
+    r"""The Goldstein-Price function as a BoTorch ``SyntheticTestFunction`` (minimisation), on
+    :math:`[-2, 2]^2` with global minimum 3 at :math:`(0, -1)` (BoTorch does not ship it):
+
+    .. math:: f(x) = \big[1 + (x_1 + x_2 + 1)^2 (19 - 14 x_1 + 3 x_1^2 - 14 x_2 + 6 x_1 x_2 + 3 x_2^2)\big]
+        \big[30 + (2 x_1 - 3 x_2)^2 (18 - 32 x_1 + 12 x_1^2 + 48 x_2 - 36 x_1 x_2 + 27 x_2^2)\big].
+
+    Args:
+        **kwargs: BoTorch's ``SyntheticTestFunction`` options (``noise_std``, ``negate``, ``bounds``).
+
+    Reference: A. A. Goldstein and J. F. Price, "On descent from local minima", Math. Comp. 25 (1971);
+    the tcGP experiment's first benchmark. ``make_problem("goldstein_price")`` wraps it as a :class:`Problem`.
+    """
+    return _goldstein_price_class()(**kwargs)
 
 
 @dataclass(frozen=True)
@@ -99,7 +143,7 @@ def make_problem(
     else:
         import botorch.test_functions as tf
 
-        cls = getattr(tf, cls_name)
+        cls = _goldstein_price_class() if cls_name == "GoldsteinPrice" else getattr(tf, cls_name)
         f = cls() if fixed == 2 else cls(dim=dim)
         f = f.to(dtype)
         default = f.bounds.to(dtype)

@@ -11,8 +11,9 @@ the reported score. **The paper's estimator was not found**; the one below is ou
 (optarium spec ``tcgp``), built from the authors' previous design-marginal calibration (bcr-gp,
 arXiv:2512.05611: keep the GP mean, generalised-normal standardised residuals) restricted to the lower tail:
 
-1. Fit a GP by ML (BoTorch ``SingleTaskGP``, constant mean, Matérn-5/2 ARD with an outputscale, a fixed
-   noise of ``noise`` on standardised targets standing in for the noiseless setting), inputs scaled to
+1. Fit a GP by ML (BoTorch ``SingleTaskGP`` through :mod:`optarium.bo.gp`, constant mean, Matérn-5/2 ARD
+   with an outputscale, a fixed noise of ``noise`` on standardised targets standing in for the noiseless
+   setting, one L-BFGS-B run of at most ``fit_maxiter`` iterations), inputs scaled to
    :math:`[0, 1]^d`, targets standardised. Closed-form LOO predictions :math:`(\mu_{-i}, \sigma_{-i})`
    (:func:`~optarium.bo.calibration.loo_predictions`, with the fitted constant mean, as in the predictor).
 2. Calibrated predictive :math:`\tilde F_x(y) = G_{s,\beta}((y - \mu_n(x))/\sigma_n(x))`, with
@@ -298,30 +299,13 @@ class TailCalibratedGP:
 
     # ------------------------------------------------------------------ fitting
     def _fit_hyperparameters(self, xn: torch.Tensor, yn: torch.Tensor) -> dict[str, torch.Tensor]:
-        from botorch.models import SingleTaskGP
-        from botorch.optim.fit import fit_gpytorch_mll_scipy
-        from gpytorch.kernels import MaternKernel, ScaleKernel
-        from gpytorch.mlls import ExactMarginalLogLikelihood
+        """ML hyperparameters (:mod:`optarium.bo.gp`: Matérn-5/2 ARD with outputscale, fixed ``noise``, one
+        plain L-BFGS-B run of at most ``fit_maxiter`` iterations)."""
+        from optarium.bo.gp import fit_gp, matern52_kernel, single_task_gp
 
-        d = xn.shape[1]
-        covar = ScaleKernel(MaternKernel(nu=2.5, ard_num_dims=d)).to(xn)
-        model = SingleTaskGP(
-            xn,
-            yn.unsqueeze(-1),
-            train_Yvar=torch.full_like(yn, self.noise).unsqueeze(-1),
-            covar_module=covar,
-            outcome_transform=None,
-        )
-        mll = ExactMarginalLogLikelihood(model.likelihood, model)
-        mll.train()
-        if self.fit_maxiter > 0:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                try:
-                    fit_gpytorch_mll_scipy(mll, options={"maxiter": self.fit_maxiter})
-                except Exception as exc:  # pragma: no cover - numerical failure of the ML fit
-                    warnings.warn(f"ML fit failed ({exc}); keeping the initial hyperparameters", stacklevel=3)
-        mll.eval()
+        model = single_task_gp(xn, yn, covar_module=matern52_kernel(xn.shape[1]), noise=self.noise)
+        fit_gp(model, maxiter=self.fit_maxiter, retry=False)
+        covar = model.covar_module
         return {
             "lengthscale": covar.base_kernel.lengthscale.detach().reshape(-1).clone(),
             "outputscale": covar.outputscale.detach().reshape(()).clone(),

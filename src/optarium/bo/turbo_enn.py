@@ -345,7 +345,8 @@ class TurboGP(TurboStrategy):
     """GP-TuRBO baseline: exact GP (BoTorch SingleTaskGP, Matern-5/2 ARD) + Thompson sampling, same loop.
 
     Args:
-        gp_maxiter: cap on the L-BFGS iterations of ``fit_gpytorch_mll`` (None: BoTorch's default).
+        gp_maxiter: cap on the L-BFGS iterations of the ML fit (:func:`optarium.bo.gp.fit_gp`, BoTorch's
+            retrying ``fit_gpytorch_mll``; None: BoTorch's default).
         warm_start: start each fit from the previous hyperparameters of the same TR run.
         ard_trust_region: stretch the TR by the lengthscales (TuRBO's rule; True).
         **kwargs: the loop's options (:class:`TurboStrategy`).
@@ -389,41 +390,13 @@ class TurboGP(TurboStrategy):
         self._hypers = None if hypers is None else {k: v.clone() for k, v in hypers.items()}
 
     def _fit(self, x: torch.Tensor, y: torch.Tensor) -> None:
-        import warnings
+        from optarium.bo.gp import fit_gp, hyperparameter_state, matern52_kernel, single_task_gp
 
-        from botorch.fit import fit_gpytorch_mll
-        from botorch.models import SingleTaskGP
-        from botorch.models.transforms.outcome import Standardize
-        from gpytorch.constraints import Interval
-        from gpytorch.kernels import MaternKernel, ScaleKernel
-        from gpytorch.likelihoods import GaussianLikelihood
-        from gpytorch.mlls import ExactMarginalLogLikelihood
-
-        d = x.shape[-1]
-        likelihood = GaussianLikelihood(noise_constraint=Interval(1e-8, 1e-3))
-        covar = ScaleKernel(
-            MaternKernel(nu=2.5, ard_num_dims=d, lengthscale_constraint=Interval(0.005, 4.0)),
-            outputscale_constraint=Interval(0.05, 20.0),
-        )
-        model = SingleTaskGP(
-            x, y.unsqueeze(-1), covar_module=covar, likelihood=likelihood, outcome_transform=Standardize(m=1)
-        )
-        if self.warm_start and self._hypers is not None:
-            model.load_state_dict(self._hypers, strict=False)
-        mll = ExactMarginalLogLikelihood(model.likelihood, model)
-        kwargs: dict[str, Any] = {}
-        if self.gp_maxiter is not None:
-            kwargs["optimizer_kwargs"] = {"options": {"maxiter": self.gp_maxiter}}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fit_gpytorch_mll(mll, **kwargs)
-        model.eval()
-        self._model = model
-        self._hypers = {
-            k: v.detach().clone()
-            for k, v in model.state_dict().items()
-            if k.startswith(("covar_module", "likelihood")) and "raw" in k
-        }
+        covar = matern52_kernel(x.shape[-1], lengthscale_bounds=(0.005, 4.0), outputscale_bounds=(0.05, 20.0))
+        model = single_task_gp(x, y, covar_module=covar, noise_bounds=(1e-8, 1e-3), standardize=True)
+        init = self._hypers if self.warm_start else None
+        self._model = fit_gp(model, maxiter=self.gp_maxiter, retry=True, init_state=init)
+        self._hypers = hyperparameter_state(model, prefixes=("covar_module", "likelihood"), raw_only=True)
 
     def _tr_weights(self) -> torch.Tensor | None:
         if not self.ard_trust_region or self._model is None:

@@ -5,8 +5,23 @@ A process holds a block of clients stacked on a leading axis and talks through a
 client and direction. The same code runs with world size 1 (all clients in one process, no process
 group), as local gloo processes started by :func:`launch`, and unchanged under ``torchrun``
 (``Communicator.from_env``; nccl on GPUs).
+
+Modules, one job each:
+
+- :mod:`~optarium.distributed.comm` (the communicator and its statistics), :mod:`~optarium.distributed.launch`
+  (local gloo processes), :mod:`~optarium.distributed.topology` (graphs and mixing matrices);
+- :mod:`~optarium.distributed.federated`: the :class:`FederatedProblem` protocol, the heterogeneous ridge
+  problem and :func:`ridge_case`, the conformance case of a federated solver;
+- :mod:`~optarium.distributed.rounds`: what every federated solver's round loop shares (set-up, gradient
+  noise, local SGD, recorded metrics, and the stopping rules on :class:`optarium._core.SolverLoop`); a new
+  federated solver starts there;
+- :mod:`~optarium.distributed.dual_accelerated_local_sgd` (the method), :mod:`~optarium.distributed.baselines`
+  (FedAvg, SCAFFOLD), :mod:`~optarium.distributed.lion` (distributed Lion);
+- :mod:`~optarium.distributed.spmd`: :func:`spmd_run` / :func:`spmd_batch`, the entry points for
+  :func:`launch`; each rank returns the solver's :class:`~optarium._core.Result`.
 """
 
+from optarium.distributed.baselines import fedavg, scaffold
 from optarium.distributed.comm import (
     CommStats,
     Communicator,
@@ -19,18 +34,18 @@ from optarium.distributed.dual_accelerated_local_sgd import (
     DualParameters,
     dual_accelerated_local_sgd,
     dual_parameters,
-    fedavg,
     round_spectral_radius,
-    scaffold,
 )
 from optarium.distributed.federated import (
     FederatedProblem,
     HeterogeneousRidge,
     client_index,
     make_heterogeneous_ridge,
+    ridge_case,
 )
 from optarium.distributed.launch import launch
 from optarium.distributed.lion import DistributedLion, per_client_grads, unbiased_sign
+from optarium.distributed.spmd import spmd_batch, spmd_run
 from optarium.distributed.topology import (
     TOPOLOGIES,
     adjacency,
@@ -64,9 +79,12 @@ __all__ = [
     "mixing_matrix",
     "pack_signs",
     "per_client_grads",
+    "ridge_case",
     "round_spectral_radius",
     "scaffold",
     "spectral_gap",
+    "spmd_batch",
+    "spmd_run",
     "unbiased_sign",
     "unpack_signs",
 ]

@@ -58,19 +58,26 @@ centralized form uses ``comm.client_mean`` and the decentralized form ``comm.gos
 gradients use additive Gaussian noise drawn for all M clients from one seeded generator (each process keeps
 its rows), so the iterates do not depend on how clients are split over processes. Evaluation (objective,
 consensus) is excluded from the communication statistics.
+
+Where the pieces live: this module holds the method (:func:`dual_parameters`,
+:func:`dual_accelerated_local_sgd`, :func:`round_spectral_radius`); the baselines FedAvg and SCAFFOLD are in
+:mod:`optarium.distributed.baselines`; the shared round machinery (set-up, gradient noise, local SGD, the
+recorded metrics and the stopping rules on :class:`optarium._core.solver.SolverLoop`) in
+:mod:`optarium.distributed.rounds`; the SPMD entry points for :func:`optarium.distributed.launch`
+(:func:`~optarium.distributed.spmd.spmd_run`, :func:`~optarium.distributed.spmd.spmd_batch`) in
+:mod:`optarium.distributed.spmd`. :func:`solver_cases` declares the method's conformance case.
 """
 
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from optarium._core.result import Result, Trace
+from optarium._core.result import Result
 from optarium._core.validation import (
     check_choice,
     check_in_range,
@@ -78,17 +85,23 @@ from optarium._core.validation import (
     check_nonnegative,
     check_positive,
 )
-from optarium.distributed.federated import FederatedProblem, client_index
+from optarium.distributed.federated import FederatedProblem
+from optarium.distributed.rounds import (
+    ConsensusMetrics,
+    GradientNoise,
+    check_mixing,
+    federated_loop,
+    like_tensor,
+    local_sgd,
+    setup_run,
+)
 
 __all__ = [
     "DualParameters",
     "dual_accelerated_local_sgd",
     "dual_parameters",
-    "fedavg",
     "round_spectral_radius",
-    "scaffold",
-    "spmd_batch",
-    "spmd_run",
+    "solver_cases",
 ]
 
 _MOMENTA = ("auto", "nesterov", "none")
@@ -106,19 +119,6 @@ def _coupling_spectrum(W: torch.Tensor | None) -> tuple[float, float]:
     m = W.shape[0]
     ev = torch.linalg.eigvalsh(torch.eye(m, dtype=torch.float64) - W.detach().to("cpu", torch.float64))
     return float(ev[-1]), float(ev[1])
-
-
-def _check_W(W: torch.Tensor | None, n_clients: int) -> torch.Tensor | None:
-    if W is None:
-        return None
-    if not isinstance(W, torch.Tensor):
-        raise TypeError(f"W: must be a torch.Tensor mixing matrix or None, got {type(W).__name__}")
-    if W.shape != (n_clients, n_clients):
-        raise ValueError(f"W: must have shape ({n_clients}, {n_clients}), got {tuple(W.shape)}")
-    from optarium.distributed.topology import check_mixing_matrix
-
-    check_mixing_matrix(W)
-    return W
 
 
 def dual_parameters(
@@ -210,165 +210,6 @@ def dual_parameters(
 
 
 # ------------------------------------------------------------------------------------------------------------
-# shared machinery
-
-
-class _Noise:
-    """Additive N(0, sigma^2) gradient noise drawn for all M clients (so it does not depend on the split)."""
-
-    def __init__(
-        self, sigma: float, seed: int, n_clients: int, dim: int, clients: torch.Tensor, like: torch.Tensor
-    ):
-        self.sigma = sigma
-        self.shape = (n_clients, dim)
-        self.clients = clients
-        self.like = like
-        self.gen = torch.Generator(device=like.device).manual_seed(seed) if sigma > 0 else None
-
-    def __call__(self) -> torch.Tensor | None:
-        if self.gen is None:
-            return None
-        z = torch.randn(self.shape, generator=self.gen, device=self.like.device, dtype=self.like.dtype)
-        return self.sigma * z[self.clients]
-
-
-def _setup(
-    problem: FederatedProblem, comm: Any, rounds: int, x0: torch.Tensor | None, record_every: int
-) -> tuple[int, torch.Tensor, torch.Tensor, int]:
-    if not isinstance(problem, FederatedProblem):
-        raise TypeError(
-            "problem: must implement FederatedProblem (grad, loss, n_clients, dim, mu, L), "
-            f"got {type(problem).__name__}"
-        )
-    rounds = check_int("rounds", rounds, minimum=0)
-    record_every = check_int("record_every", record_every, minimum=1)
-    if int(comm.n_clients) != int(problem.n_clients):
-        raise ValueError(f"comm: has {comm.n_clients} clients, the problem {problem.n_clients}")
-    like = _like(problem)
-    clients = client_index(comm.local_clients, device=like.device)
-    if x0 is None:
-        x = torch.zeros(problem.dim, dtype=like.dtype, device=like.device)
-    else:
-        if not isinstance(x0, torch.Tensor) or x0.shape != (problem.dim,):
-            raise ValueError(f"x0: must be a tensor of shape ({problem.dim},)")
-        x = x0.detach().to(dtype=like.dtype, device=like.device)
-    return rounds, clients, x, record_every
-
-
-def _like(problem: Any) -> torch.Tensor:
-    for name in ("c", "H", "x0"):
-        t = getattr(problem, name, None)
-        if isinstance(t, torch.Tensor):
-            return t
-    return torch.zeros((), dtype=torch.float64)
-
-
-class _Recorder:
-    """Per-round history: objective F at the consensus mean, relative gap, consensus error, bits."""
-
-    def __init__(
-        self, problem: Any, comm: Any, clients: torch.Tensor, f_star: float | None, tol: float | None
-    ):
-        self.problem, self.comm, self.clients = problem, comm, clients
-        self.f_star, self.tol = f_star, tol
-        self.rows: list[dict[str, float]] = []
-        self.f0: float | None = None
-
-    def objective(self, x: torch.Tensor) -> float:
-        with self.comm.stats.paused():
-            losses = self.problem.loss(x.expand(len(self.clients), -1), self.clients)
-            return float(self.comm.client_sum(losses))
-
-    def __call__(self, k: int, X: torch.Tensor, lam: torch.Tensor | None = None) -> tuple[float, str | None]:
-        """Record round ``k`` for the stacked iterates ``X`` (and duals ``lam``); return (F, stop or None).
-
-        Two collectives (the mean, then one sum of every per-client quantity), not charged to the statistics.
-        """
-        st = self.comm.stats
-        n_comm = float(max(st.uplink_rounds, st.downlink_rounds))
-        bits = torch.stack([st.uplink_bits, st.downlink_bits], -1).to(X) / self.comm.n_clients
-        with self.comm.stats.paused():
-            xbar = self.comm.client_mean(X)
-            parts = [
-                self.problem.loss(xbar.expand(len(self.clients), -1), self.clients).unsqueeze(-1),
-                ((X - xbar) ** 2).sum(-1, keepdim=True),
-                bits,
-            ]
-            if lam is not None:
-                parts.append(lam)
-            tot = self.comm.client_sum(torch.cat(parts, -1))
-        f, spread, up, down = (float(v) for v in tot[:4])
-        row = {
-            "step": k,
-            "objective": f,
-            "consensus": spread,
-            "uplink_bits": up,
-            "downlink_bits": down,
-            "comm_rounds": n_comm,
-        }
-        if lam is not None:
-            row["dual_sum"] = float(tot[4:].abs().max())
-        if self.f0 is None:
-            self.f0 = f
-        if self.f_star is not None:
-            row["rel_gap"] = (f - self.f_star) / max(self.f0 - self.f_star, 1e-300)
-        self.rows.append(row)
-        if not math.isfinite(f) or not math.isfinite(spread) or abs(f) > 1e12 * max(abs(self.f0), 1e-30):
-            return f, "diverged"
-        if self.tol is not None and "rel_gap" in row and row["rel_gap"] <= self.tol:
-            return f, "converged"
-        return f, None
-
-    def trace(self) -> Trace:
-        return Trace.from_rows(self.rows)
-
-
-def _finish(
-    recorder: _Recorder,
-    status: str,
-    n_iter: int,
-    x: torch.Tensor,
-    t0: float,
-    comm: Any,
-    extras: dict[str, Any],
-) -> Result:
-    value = recorder.objective(x)
-    extras = {**extras, "comm": comm.stats.as_dict()}
-    if not math.isfinite(value) and status != "diverged":
-        status = "diverged"
-    return Result(
-        x=x,
-        value=value if math.isfinite(value) else math.inf,
-        status=status,
-        n_iter=n_iter,
-        history=recorder.trace(),
-        wall_time_s=time.perf_counter() - t0,
-        extras=extras,
-    )
-
-
-def _local_sgd(
-    problem: FederatedProblem,
-    X: torch.Tensor,
-    clients: torch.Tensor,
-    steps: int,
-    lr: float,
-    shift: torch.Tensor | None,
-    noise: _Noise,
-) -> torch.Tensor:
-    """``steps`` SGD steps on F_m(x) + <shift_m, x> for every local client at once."""
-    for _ in range(steps):
-        g = problem.grad(X, clients)
-        z = noise()
-        if z is not None:
-            g = g + z
-        if shift is not None:
-            g = g + shift
-        X = X - lr * g
-    return X
-
-
-# ------------------------------------------------------------------------------------------------------------
 # the method
 
 
@@ -385,13 +226,13 @@ def _dual_round(
     beta: float,
     exact_inner: bool,
     mix: Callable[[torch.Tensor], torch.Tensor],
-    noise: _Noise,
+    noise: GradientNoise,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One round: local phase at lam_t, one communication r = A^T A X, Nesterov step on the dual."""
     if exact_inner:
         X = problem.local_argmin(lam_t, clients)  # type: ignore[attr-defined]
     else:
-        X = _local_sgd(problem, X, clients, steps, lr, lam_t, noise)
+        X = local_sgd(problem, X, clients, steps, lr, lam_t, noise)
     r = mix(X)
     lam_new = lam_t + dual_lr * r
     lam_t = lam_new + beta * (lam_new - lam) if beta != 0.0 else lam_new
@@ -417,6 +258,7 @@ def dual_accelerated_local_sgd(
     f_star: float | None = None,
     tol: float | None = None,
     record_every: int = 1,
+    time_limit_s: float | None = None,
 ) -> Result:
     r"""Accelerated dual ascent with ``local_steps`` local SGD steps per round (Accelerated GA-MSGD).
 
@@ -442,16 +284,17 @@ def dual_accelerated_local_sgd(
         f_star: the optimal value, to record the relative gap :math:`(F(\bar x) - F^*)/(F(x_0) - F^*)`.
         tol: stop (``converged``) once the relative gap is at most ``tol`` (needs ``f_star``).
         record_every: record the history every this many rounds (and at the last one).
+        time_limit_s: a budget of solver seconds (evaluation excluded; status ``timeout``), agreed by all
+            ranks.
 
     Returns:
         :class:`~optarium._core.result.Result` with ``x`` the clients' mean, ``value`` :math:`F(x)`, the
-        history
-        (objective, rel_gap, consensus, bits per client) and ``extras``: this process's ``X`` and ``lam``
-        blocks, the resolved parameters and the communication statistics.
+        history (objective, rel_gap, consensus, bits per client, dual_sum) and ``extras``: this process's
+        ``X`` and ``lam`` blocks, the resolved parameters and the communication statistics. The stopping
+        rules are those of :func:`optarium.distributed.rounds.federated_loop`.
     """
-    t0 = time.perf_counter()
-    rounds, clients, x, record_every = _setup(problem, comm, rounds, x0, record_every)
-    W = _check_W(W, problem.n_clients)
+    rounds, clients, x, record_every = setup_run(problem, comm, rounds, x0, record_every)
+    W = check_mixing(W, problem.n_clients)
     if exact_inner and not hasattr(problem, "local_argmin"):
         raise TypeError("exact_inner: the problem has no local_argmin")
     params = dual_parameters(
@@ -480,11 +323,14 @@ def dual_accelerated_local_sgd(
     def mix(Z: torch.Tensor) -> torch.Tensor:
         return Z - (comm.client_mean(Z) if W_ is None else comm.gossip(Z, W_))
 
-    noise = _Noise(noise_std, seed, problem.n_clients, problem.dim, clients, X)
-    rec = _Recorder(problem, comm, clients, f_star, tol)
-    _, stop = rec(0, X, lam)
-    status, k = "max_iter", 0
-    for k in range(1, rounds + 1):
+    noise = GradientNoise(noise_std, seed, problem.n_clients, problem.dim, clients, X)
+    metrics = ConsensusMetrics(problem, comm, clients, f_star)
+    loop = federated_loop(comm, rounds, tol=tol, record_every=record_every, time_limit_s=time_limit_s, like=X)
+
+    def evaluate(k: int) -> dict[str, float]:
+        return metrics(X, lam)
+
+    for _ in loop.iterate(evaluate):
         X, lam, lam_t = _dual_round(
             problem,
             clients,
@@ -499,180 +345,10 @@ def dual_accelerated_local_sgd(
             mix=mix,
             noise=noise,
         )
-        if k % record_every == 0 or k == rounds:
-            _, stop = rec(k, X, lam)
-        if stop is not None:
-            status = stop
-            break
-    if rounds == 0 and stop is not None:
-        status = stop
-    with comm.stats.paused():
+    with loop.evaluating(), comm.stats.paused():
         xbar = comm.client_mean(X)
-    return _finish(rec, status, k, xbar, t0, comm, {"X": X, "lam": lam, "params": dict(params), "W": W})
-
-
-# ------------------------------------------------------------------------------------------------------------
-# baselines
-
-
-def fedavg(
-    problem: FederatedProblem,
-    comm: Any,
-    rounds: int,
-    local_steps: int,
-    *,
-    lr: float | None = None,
-    server_lr: float = 1.0,
-    W: torch.Tensor | None = None,
-    noise_std: float = 0.0,
-    seed: int = 0,
-    x0: torch.Tensor | None = None,
-    f_star: float | None = None,
-    tol: float | None = None,
-    record_every: int = 1,
-) -> Result:
-    r"""FedAvg / Local SGD (McMahan et al., AISTATS 2017): T local SGD steps from the server model, then
-    averaging.
-
-    Round: :math:`y_m \leftarrow x`; T steps :math:`y_m \leftarrow y_m - \gamma \nabla F_m(y_m; \xi)`;
-    :math:`x \leftarrow x + \eta_g \cdot \mathrm{mean}_m (y_m - x)` (one all-reduce). With a mixing matrix
-    ``W``
-    it is decentralized local SGD: each client keeps its own :math:`x_m` and gossips
-    :math:`X \leftarrow W Y` after its local steps (``server_lr`` must then be 1). Arguments as in
-    :func:`dual_accelerated_local_sgd`; ``lr`` defaults to :math:`1/(2L)`.
-    """
-    t0 = time.perf_counter()
-    rounds, clients, x, record_every = _setup(problem, comm, rounds, x0, record_every)
-    T = check_int("local_steps", local_steps, minimum=1)
-    W = _check_W(W, problem.n_clients)
-    gamma = 1.0 / (2.0 * problem.L) if lr is None else check_positive("lr", lr)
-    server_lr = check_positive("server_lr", server_lr)
-    if W is not None and server_lr != 1.0:
-        raise ValueError("server_lr: must be 1 in the decentralized form (W given)")
-    noise_std = check_nonnegative("noise_std", noise_std)
-    if tol is not None and f_star is None:
-        raise ValueError("tol: needs f_star to measure the relative gap")
-    noise = _Noise(noise_std, check_int("seed", seed, minimum=0), problem.n_clients, problem.dim, clients, x)
-    X = x.expand(len(clients), -1).clone()
-    W_ = None if W is None else W.to(dtype=X.dtype, device=X.device)
-    rec = _Recorder(problem, comm, clients, f_star, tol)
-    _, stop = rec(0, X)
-    status, k = "max_iter", 0
-    for k in range(1, rounds + 1):
-        Y = _local_sgd(problem, X, clients, T, gamma, None, noise)
-        if W_ is None:
-            x = x + server_lr * comm.client_mean(Y - x)
-            X = x.expand(len(clients), -1).clone()
-        else:
-            X = comm.gossip(Y, W_)
-        if k % record_every == 0 or k == rounds:
-            _, stop = rec(k, X)
-        if stop is not None:
-            status = stop
-            break
-    with comm.stats.paused():
-        xbar = comm.client_mean(X)
-    return _finish(
-        rec, status, k, xbar, t0, comm, {"X": X, "params": {"lr": gamma, "server_lr": server_lr}, "W": W}
-    )
-
-
-def scaffold(
-    problem: FederatedProblem,
-    comm: Any,
-    rounds: int,
-    local_steps: int,
-    *,
-    lr: float | None = None,
-    server_lr: float = 1.0,
-    noise_std: float = 0.0,
-    seed: int = 0,
-    x0: torch.Tensor | None = None,
-    f_star: float | None = None,
-    tol: float | None = None,
-    record_every: int = 1,
-) -> Result:
-    r"""SCAFFOLD (Karimireddy et al., ICML 2020), full participation, control variates of option II.
-
-    Round: :math:`y_m \leftarrow x`; T steps :math:`y_m \leftarrow y_m - \gamma(\nabla F_m(y_m;\xi) - c_m +
-        c)`;
-    :math:`c_m^+ = c_m - c + (x - y_m)/(T\gamma)`; then one all-reduce of :math:`(y_m - x, c_m^+ - c_m)`:
-    :math:`x \leftarrow x + \eta_g\,\mathrm{mean}_m(y_m - x)`, :math:`c \leftarrow c +
-    \mathrm{mean}_m(c_m^+ - c_m)`.
-    Each round sends 2d numbers up and 2d down per client. ``lr`` defaults to :math:`1/(2L)`.
-    """
-    t0 = time.perf_counter()
-    rounds, clients, x, record_every = _setup(problem, comm, rounds, x0, record_every)
-    T = check_int("local_steps", local_steps, minimum=1)
-    gamma = 1.0 / (2.0 * problem.L) if lr is None else check_positive("lr", lr)
-    server_lr = check_positive("server_lr", server_lr)
-    noise_std = check_nonnegative("noise_std", noise_std)
-    if tol is not None and f_star is None:
-        raise ValueError("tol: needs f_star to measure the relative gap")
-    noise = _Noise(noise_std, check_int("seed", seed, minimum=0), problem.n_clients, problem.dim, clients, x)
-    X = x.expand(len(clients), -1).clone()
-    c_loc = torch.zeros_like(X)
-    c = torch.zeros_like(x)
-    rec = _Recorder(problem, comm, clients, f_star, tol)
-    _, stop = rec(0, X)
-    status, k = "max_iter", 0
-    for k in range(1, rounds + 1):
-        Y = _local_sgd(problem, X, clients, T, gamma, c - c_loc, noise)
-        c_new = c_loc - c + (x - Y) / (T * gamma)
-        delta = comm.client_mean(torch.stack([Y - x, c_new - c_loc], 1))
-        x = x + server_lr * delta[0]
-        c = c + delta[1]
-        c_loc = c_new
-        X = x.expand(len(clients), -1).clone()
-        if k % record_every == 0 or k == rounds:
-            _, stop = rec(k, X)
-        if stop is not None:
-            status = stop
-            break
-    return _finish(
-        rec, status, k, x, t0, comm, {"X": X, "c": c, "params": {"lr": gamma, "server_lr": server_lr}}
-    )
-
-
-def spmd_run(
-    comm: Any, method: str, problem: FederatedProblem, rounds: int, local_steps: int, **kwargs: Any
-) -> dict[str, Any]:
-    """Run ``method`` (``"dual"``, ``"fedavg"`` or ``"scaffold"``) on this rank; return a picklable summary.
-
-    The entry point for :func:`optarium.distributed.launch` (``launch(spmd_run, world_size, "dual", problem,
-    rounds, T, n_clients=M, **kwargs)``): every rank returns ``x``, ``value``, ``status``, ``n_iter``, the
-    history rows, the resolved ``params``, the communication statistics and all clients' final ``X`` (and
-    ``lam`` for the dual method), gathered without charging the statistics.
-    """
-    runners = {"dual": dual_accelerated_local_sgd, "fedavg": fedavg, "scaffold": scaffold}
-    check_choice("method", method, tuple(runners))
-    res = runners[method](problem, comm, rounds, local_steps, **kwargs)
-    out: dict[str, Any] = {
-        "x": res.x,
-        "value": res.value,
-        "status": res.status,
-        "n_iter": res.n_iter,
-        "history": res.history.as_rows(),
-        "params": dict(res.extras.get("params", {})),
-        "comm": dict(res.extras["comm"]),
-    }
-    with comm.stats.paused():
-        out["X"] = comm.all_gather_clients(res.extras["X"])
-        if "lam" in res.extras:
-            out["lam"] = comm.all_gather_clients(res.extras["lam"])
-    return out
-
-
-def spmd_batch(comm: Any, jobs: list[tuple[str, Any, int, int, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Run several ``(method, problem, rounds, local_steps, kwargs)`` jobs with :func:`spmd_run` on this rank.
-
-    One :func:`~optarium.distributed.launch` of this function amortises the process start-up over many runs.
-    """
-    out = []
-    for method, problem, rounds, steps, kwargs in jobs:
-        comm.stats.reset()
-        out.append(spmd_run(comm, method, problem, rounds, steps, **kwargs))
-    return out
+    extras = {"X": X, "lam": lam, "params": dict(params), "W": W, "comm": comm.stats.as_dict()}
+    return loop.result(xbar, value=lambda: metrics.objective(xbar), extras=extras)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -698,7 +374,7 @@ def round_spectral_radius(
     restricted to the invariant subspace where both dual blocks sum to zero. A radius below 1 means linear
     convergence; :math:`-1/\ln\rho` is the number of rounds per factor e.
     """
-    W = _check_W(W, problem.n_clients)
+    W = check_mixing(W, problem.n_clients)
     params = dual_parameters(
         problem.mu,
         problem.L,
@@ -712,7 +388,7 @@ def round_spectral_radius(
         exact_inner=exact_inner,
         warn=False,
     )
-    like = _like(problem)
+    like = like_tensor(problem)
     m, d = problem.n_clients, problem.dim
     n = 3 * m * d
     # the round applied to n + 1 states at once (the basis vectors and 0): the clients of every state are
@@ -740,7 +416,7 @@ def round_spectral_radius(
         beta=params["beta"],
         exact_inner=exact_inner,
         mix=mix,
-        noise=_Noise(0.0, 0, m, d, clients, like),
+        noise=GradientNoise(0.0, 0, m, d, clients, like),
     )
     images = torch.stack([o.reshape(b, m * d) for o in out], 1).reshape(b, n)
     J = (images[:-1] - images[-1]).T  # the affine round's linear part, column i = image of e_i
@@ -752,3 +428,18 @@ def round_spectral_radius(
     Q = torch.block_diag(Ix, Qd, Qd)
     Js = Q.T @ J @ Q
     return float(torch.linalg.eigvals(Js).abs().max())
+
+
+def solver_cases() -> list[Any]:
+    """The conformance case of :func:`dual_accelerated_local_sgd` (see :mod:`optarium.testing.solvers`).
+
+    T = T_acc local steps on the 4-client ridge problem of :func:`optarium.distributed.federated.ridge_case`
+    (so ``momentum="auto"`` selects Nesterov's beta, without a warning); an inner step of 1 > 2/L diverges.
+    """
+    from optarium.distributed.federated import ridge_case
+
+    t_acc = int(dual_parameters(1.0, 10.0, 1, warn=False)["T_acc"])
+    case = ridge_case(
+        "dual-accelerated-local-sgd", dual_accelerated_local_sgd, local_steps=t_acc, diverging={"lr": 1.0}
+    )
+    return [case]

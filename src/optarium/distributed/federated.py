@@ -16,16 +16,22 @@ matrices are :math:`H_m` (random features plus an :math:`\ell_2` weight would no
 optimum :math:`x^* = (\sum_m H_m)^{-1}\sum_m H_m c_m` and :math:`F^*` are closed form, and so are the exact
 dual constants :math:`L_d, \mu_d` of the Lagrangian dual for a coupling matrix (centralized projector or
 :math:`\sqrt{I-W}`), see :meth:`HeterogeneousRidge.dual_constants`.
+
+:func:`ridge_case` is the conformance case (:mod:`optarium.testing.solvers`) of any federated solver
+``solver(problem, comm, rounds, local_steps, **kwargs)`` on a small ridge problem; the dual method and the
+baselines declare theirs with it.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 
+from optarium._core.solver import SolverCase
 from optarium._core.validation import check_int, check_positive
 
 __all__ = [
@@ -33,6 +39,7 @@ __all__ = [
     "HeterogeneousRidge",
     "client_index",
     "make_heterogeneous_ridge",
+    "ridge_case",
 ]
 
 
@@ -203,3 +210,75 @@ def make_heterogeneous_ridge(
     H = 0.5 * (H + H.transpose(1, 2))
     c = center_std * torch.randn(m, d, generator=gen, dtype=dtype)
     return HeterogeneousRidge(H=H, c=c)
+
+
+def ridge_case(
+    name: str,
+    solver: Callable[..., Any],
+    *,
+    local_steps: int,
+    diverging: Mapping[str, Any],
+    base: Mapping[str, Any] | None = None,
+    tol: float = 1e-10,
+) -> SolverCase:
+    r"""The :class:`~optarium._core.solver.SolverCase` of a federated solver on a 4-client ridge problem.
+
+    The problem is ``make_heterogeneous_ridge(4, 5, mu=1, L=10, seed=0)`` in the requested dtype and device,
+    run on ``Communicator.local(4)`` for 40 rounds with ``f_star`` given; ``converged`` at ``tol`` on the
+    relative gap (within 3000 rounds; checked again from :math:`F(x)` at the returned point), ``max_iter``
+    after 7 rounds, ``diverged`` with the ``diverging`` overrides, ``timeout`` with ``time_limit_s=0``; the
+    optimality residual is
+    :math:`\|x - x^*\| / \max(\|x^*\|, 1)`; the determinism check turns on gradient noise.
+    """
+    from optarium.distributed.comm import Communicator
+
+    ref = make_heterogeneous_ridge(4, 5, mu=1.0, L=10.0, seed=0)
+    x_star, f_star = ref.optimum()
+    f0 = float(ref.objective(torch.zeros(5, dtype=torch.float64)))
+
+    def solve(*, dtype: torch.dtype, device: Any, seed: int, **overrides: Any) -> Any:
+        p = (
+            ref
+            if dtype == torch.float64 and str(device) == "cpu"
+            else HeterogeneousRidge(
+                H=ref.H.to(device=device, dtype=dtype), c=ref.c.to(device=device, dtype=dtype)
+            )
+        )
+        kw: dict[str, Any] = {"rounds": 40, "f_star": f_star, "seed": seed, **(base or {}), **overrides}
+        rounds = kw.pop("rounds")
+        return solver(p, Communicator.local(p.n_clients), rounds, local_steps, **kw)
+
+    def gap(res: Any) -> float:
+        f = float(ref.objective(torch.as_tensor(res.x).detach().to("cpu", torch.float64)))
+        return (f - f_star) / (f0 - f_star)
+
+    def distance(res: Any) -> float:
+        x = torch.as_tensor(res.x).detach().to("cpu", torch.float64)
+        return float((x - x_star).norm() / max(float(x_star.norm()), 1.0))
+
+    return SolverCase(
+        name=name,
+        solve=solve,
+        statuses={
+            "converged": {"tol": tol, "rounds": 3000},
+            "max_iter": {"rounds": 7},
+            "diverged": dict(diverging),
+            "timeout": {"time_limit_s": 0.0},
+        },
+        max_iter=7,
+        tolerance_holds=lambda res: gap(res) <= tol * (1 + 1e-6) + 1e-14,
+        optimality=distance,
+        optimality_tol=1e-4,
+        invalid=[
+            ({"rounds": -1}, "rounds"),
+            ({"lr": -1.0}, "lr"),
+            ({"noise_std": -1.0}, "noise_std"),
+            ({"seed": -1}, "seed"),
+            ({"record_every": 0}, "record_every"),
+            ({"tol": 1e-3, "f_star": None}, "tol"),
+            ({"time_limit_s": -1.0}, "time_limit_s"),
+            ({"x0": torch.zeros(3)}, "x0"),
+        ],
+        determinism={"noise_std": 0.5, "rounds": 10},
+        stochastic=True,
+    )

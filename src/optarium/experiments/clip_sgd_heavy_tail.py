@@ -36,13 +36,16 @@ Scales:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 
 from optarium._core.seeding import derive_seed
 from optarium.harness.experiment import Experiment, Verdict, register
+from optarium.harness.verdicts import combine_outcomes, select
+from optarium.problems.sgd_simulation import quantile, simulate
+from optarium.problems.weakly_convex import WeaklyConvexOracle
 
 __all__ = ["EXPERIMENT", "decide", "plot", "quantile", "run", "simulate"]
 
@@ -152,96 +155,6 @@ def _tag(setting: Mapping[str, Any], steps: int) -> str:
     return f"{setting['problem']}-{setting['noise']}{setting['param']:g}-T{steps}"
 
 
-class _Problem:
-    """Gradient oracle, metric and start of one of the spec's problems (data drawn once, seed 0)."""
-
-    def __init__(self, name: str, lam: float) -> None:
-        from optarium.problems.weakly_convex import NonconvexLeastSquares, RobustPhaseRetrieval
-
-        self.name = name
-        if name == "ls":
-            p = NonconvexLeastSquares.make()
-            self.grad = p.fast_grad()
-            self.metric: Callable[[torch.Tensor], torch.Tensor] = lambda x: p.moreau_grad_norm(x, lam)
-            self.x0 = torch.zeros(p.dim, dtype=torch.float64)
-            self.radius = 2 * float(torch.linalg.vector_norm(p.x_signal))
-        else:
-            q = RobustPhaseRetrieval.make()
-            self.grad = q.subgrad
-            self.metric = q.distance
-            self.x0 = q.start(0.3, seed=0)
-            self.radius = 2 * float(torch.linalg.vector_norm(q.x_signal))
-        self.dim = int(self.x0.numel())
-
-
-def quantile(values: Sequence[float] | torch.Tensor, q: float) -> float:
-    """The lower ``q`` quantile (inverted CDF: the ceil(q n)-th smallest value); +inf values are allowed."""
-    v = torch.sort(torch.as_tensor(values, dtype=torch.float64).flatten()).values
-    if v.numel() == 0:
-        return math.nan
-    k = min(max(math.ceil(q * v.numel()) - 1, 0), v.numel() - 1)
-    return float(v[k])
-
-
-# ----------------------------------------------------------------------------------------------- simulation
-@torch.no_grad()
-def simulate(
-    problem: Any,
-    noise: Any,
-    lrs: Sequence[float],
-    clips: Sequence[float],
-    *,
-    seeds: int,
-    steps: int,
-    generator: torch.Generator,
-    chunk: int = 50,
-    radius: float | None = None,
-    random_iterate: bool = False,
-    check: Callable[[], None] | None = None,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Run K = len(lrs) settings x ``seeds`` noise seeds of (clipped, projected) SGD as one batched program.
-
-    Every setting sees the same noise draws (common random numbers). Returns the metric at the last iterate
-    [K, seeds] (+inf where a run became non-finite) and, if ``random_iterate``, at an iterate x_R with R
-    uniform on {0, ..., steps - 1} per seed (drawn first from ``generator``).
-    """
-    from optarium.optim.clip_sgd import clip_by_norm
-
-    k, d = len(lrs), problem.dim
-    lr = torch.tensor(lrs, dtype=torch.float64).view(k, 1, 1)
-    clip = torch.tensor(clips, dtype=torch.float64).view(k, 1, 1)
-    any_clip = bool(torch.isfinite(clip).any())
-    x = problem.x0.expand(k, seeds, d).clone()
-    r_idx = torch.randint(0, steps, (seeds,), generator=generator) if random_iterate else None
-    x_r = x.clone() if random_iterate else None
-    t = 0
-    while t < steps:
-        n = min(chunk, steps - t)
-        u = noise.sample((n, seeds, d), generator)
-        for i in range(n):
-            if random_iterate and r_idx is not None and x_r is not None:
-                hit = (r_idx == t + i).view(1, seeds, 1)
-                x_r = torch.where(hit, x, x_r)
-            g = problem.grad(x) + u[i]
-            if any_clip:
-                g = clip_by_norm(g, clip)
-            x = x - lr * g
-            if radius is not None:
-                norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
-                x = x * torch.clamp(radius / norm, max=1.0)
-        t += n
-        if check is not None:
-            check()
-
-    def measure(z: torch.Tensor) -> torch.Tensor:
-        bad = ~torch.isfinite(z).all(-1)
-        safe = torch.where(bad.unsqueeze(-1), torch.zeros_like(z), z)
-        val = problem.metric(safe)
-        return torch.where(bad | ~torch.isfinite(val), torch.full_like(val, math.inf), val)
-
-    return measure(x), (measure(x_r) if x_r is not None else None)
-
-
 def _grid(method: str, config: Mapping[str, Any]) -> tuple[list[float], list[float]]:
     if method == "clip-sgd":
         pairs = [(lr, tau) for lr in config["clip_lr_grid"] for tau in config["clip_tau_grid"]]
@@ -264,7 +177,7 @@ def run(ctx: Any, method: str, seed: int, config: Mapping[str, Any]) -> None:
     # projected SGD runs on its own setting only (the spec's problem 1 with Student-t noise, nu = 1.5)
     settings = [config.get("proj_setting", PROJ_SETTING)] if method == "proj-sgd" else config["settings"]
     for setting in settings:
-        problem = _Problem(setting["problem"], lam)
+        problem = WeaklyConvexOracle(setting["problem"], lam)
         noise = _noise(setting, float(config["noise_scale"]))
         key = (setting["problem"], setting["noise"], float(setting["param"]))
         is_pr = setting["problem"] == "pr"
@@ -318,11 +231,7 @@ def run(ctx: Any, method: str, seed: int, config: Mapping[str, Any]) -> None:
 
 # ----------------------------------------------------------------------------------------------- verdict
 def _values(records: Sequence[Mapping[str, Any]], method: str, key: str) -> list[float]:
-    return [
-        float(r[key])
-        for r in records
-        if r.get("method") == method and key in r and "eval_index" in r and r.get("status", "done") == "done"
-    ]
+    return [float(r[key]) for r in select(records, method, has=(key, "eval_index"))]
 
 
 def _scalar(records: Sequence[Mapping[str, Any]], method: str, key: str) -> float:
@@ -422,13 +331,7 @@ def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> V
             means.append(sum(vals) / len(vals) if vals else math.nan)
         figures["proj_sgd_means"] = means
         figures["proj_sgd_mean_decreases"] = bool(len(means) > 1 and means[-1] < means[0])
-    if not outcomes or any(o == "inconclusive" for o in outcomes):
-        outcome = "inconclusive" if "not reproduced" not in outcomes else "not reproduced"
-    elif all(o == "reproduced" for o in outcomes):
-        outcome = "reproduced"
-    else:
-        outcome = "not reproduced"
-    return Verdict(outcome, figures, "; ".join(reasons))
+    return Verdict(combine_outcomes(outcomes), figures, "; ".join(reasons))
 
 
 # ----------------------------------------------------------------------------------------------- figures

@@ -51,7 +51,7 @@ from typing import Any
 import torch
 
 from optarium.harness.experiment import Experiment, Verdict, register
-from optarium.harness.stats import mean_se
+from optarium.harness.verdicts import mean_ci, ols_slope, select
 
 __all__ = ["CONFIGS", "EXPERIMENT", "decide", "plot", "run"]
 
@@ -149,13 +149,13 @@ def _make(seed: int, kappa: float, config: Mapping[str, Any]) -> Any:
     return _problem(int(seed), float(kappa), int(pc["n_clients"]), int(pc["dim"]), float(pc["center_std"]))
 
 
-def _execute(jobs: list[tuple[str, Any, int, int, dict[str, Any]]], config: Mapping[str, Any]) -> list[dict]:
+def _execute(jobs: list[tuple[str, Any, int, int, dict[str, Any]]], config: Mapping[str, Any]) -> list[Any]:
     """Run the jobs in this process (world size 1) or on ``world_size`` gloo processes; rank 0's results."""
     import warnings
 
     from optarium.distributed.comm import Communicator
-    from optarium.distributed.dual_accelerated_local_sgd import spmd_batch
     from optarium.distributed.launch import launch
+    from optarium.distributed.spmd import spmd_batch
 
     ws = int(config.get("world_size", 1))
     m = int(config["problem"]["n_clients"])
@@ -166,18 +166,18 @@ def _execute(jobs: list[tuple[str, Any, int, int, dict[str, Any]]], config: Mapp
         return launch(spmd_batch, ws, jobs, n_clients=m, timeout_s=120.0)[0]
 
 
-def _rounds_to_tol(out: Mapping[str, Any], tol: float, cap: int) -> float:
-    """First recorded round with rel_gap <= tol, or cap + 1 (censored) if never."""
-    for row in out["history"]:
+def _rounds_to_tol(out: Any, tol: float, cap: int) -> float:
+    """First recorded round of the Result ``out`` with rel_gap <= tol, or cap + 1 (censored) if never."""
+    for row in out.history.as_rows():
         if row.get("rel_gap", math.inf) <= tol:
             return float(row["step"])
     return float(cap + 1)
 
 
-def _log_out(ctx: Any, out: Mapping[str, Any], config: Mapping[str, Any], cap: int, **tags: float) -> None:
-    """One summary record and a few curve records (rel_gap and bits against rounds) of one run."""
+def _log_out(ctx: Any, out: Any, config: Mapping[str, Any], cap: int, **tags: float) -> None:
+    """One summary record and a few curve records (rel_gap and bits against rounds) of one run's Result."""
     tol = float(config["tol"])
-    hist = out["history"]
+    hist = out.history.as_rows()
     with ctx.evaluating():
         n = len(hist)
         k = int(config["curve_points"])
@@ -197,16 +197,16 @@ def _log_out(ctx: Any, out: Mapping[str, Any], config: Mapping[str, Any], cap: i
         gaps = [r.get("rel_gap", math.nan) for r in hist]
         tail = gaps[-max(1, len(gaps) // 3) :]
         ctx.log(
-            int(out["n_iter"]),
+            int(out.n_iter),
             check_finite=False,
             final=1,
             rounds_to_tol=_rounds_to_tol(out, tol, cap),
-            converged=float(out["status"] == "converged"),
-            diverged=float(out["status"] == "diverged"),
+            converged=float(out.status == "converged"),
+            diverged=float(out.status == "diverged"),
             final_gap=last.get("rel_gap", math.nan),
             floor_gap=statistics.median(tail) if tail else math.nan,
             uplink_bits=last.get("uplink_bits", math.nan),
-            beta=float(out["params"].get("beta", math.nan)),
+            beta=float(out.extras["params"].get("beta", math.nan)),
             **tags,
         )
 
@@ -230,7 +230,7 @@ def _tune(method: str, kappa: float, T: int, rounds: int, tol: float, problem: t
     import warnings
 
     from optarium.distributed.comm import Communicator
-    from optarium.distributed.dual_accelerated_local_sgd import spmd_run
+    from optarium.distributed.spmd import spmd_run
 
     p = _problem(_TUNE_SEED, kappa, *problem)
     _, f_star = p.optimum()
@@ -241,7 +241,7 @@ def _tune(method: str, kappa: float, T: int, rounds: int, tol: float, problem: t
             out = spmd_run(
                 Communicator.local(p.n_clients), _kind(method), p, rounds, T, f_star=f_star, tol=tol, **hp
             )
-        gap = out["history"][-1].get("rel_gap", math.inf)
+        gap = out.history.as_rows()[-1].get("rel_gap", math.inf)
         gap = gap if math.isfinite(gap) else math.inf
         scores.append((_rounds_to_tol(out, tol, rounds), gap))
     return min(range(len(scores)), key=lambda i: scores[i])
@@ -342,17 +342,7 @@ def run(ctx: Any, method: str, seed: int, config: Mapping[str, Any]) -> None:
 
 
 def _finals(records: Sequence[Mapping[str, Any]], method: str) -> list[Mapping[str, Any]]:
-    return [
-        r
-        for r in records
-        if r.get("method") == method and r.get("final") == 1 and r.get("status", "done") == "done"
-    ]
-
-
-def _slope(xs: Sequence[float], ys: Sequence[float]) -> float:
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    den = sum((x - mx) ** 2 for x in xs)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / den if den > 0 else math.nan
+    return select(records, method, final=1)
 
 
 def _slopes(
@@ -372,19 +362,11 @@ def _slopes(
             continue
         by.setdefault(s, []).append((math.log(float(r[key])), math.log(max(float(r["rounds_to_tol"]), 1.0))))
     slopes = {
-        s: _slope([a for a, _ in v], [b for _, b in v]) for s, v in by.items() if s not in bad and len(v) >= 2
+        s: ols_slope([a for a, _ in v], [b for _, b in v])
+        for s, v in by.items()
+        if s not in bad and len(v) >= 2
     }
     return slopes, bad
-
-
-def _ci(values: Sequence[float]) -> tuple[float, float, float]:
-    """Mean, SE and the 95 % t half-width (NaN with fewer than two values)."""
-    m, se = mean_se(list(values))
-    if len(values) < 2 or not math.isfinite(se):
-        return m, se, math.nan
-    from scipy.stats import t
-
-    return m, se, float(t.ppf(0.975, len(values) - 1)) * se
 
 
 def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> Verdict:
@@ -394,16 +376,16 @@ def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> V
     acc, acc_cens = _slopes(records, "acc-exact", cap)
     ga, ga_cens = _slopes(records, "ga-exact", cap)
     for name, sl, cens in (("acc", acc, acc_cens), ("ga", ga, ga_cens)):
-        m, se, half = _ci(list(sl.values()))
+        m, se, half = mean_ci(list(sl.values()))
         figs.update(
             {f"{name}_slope": m, f"{name}_slope_se": se, f"{name}_slope_ci95": half, f"{name}_n": len(sl)}
         )
         figs[f"{name}_censored_seeds"] = len(cens)
         sk, _ = _slopes(records, f"{name}-exact", cap, key="kappa")
-        figs[f"{name}_slope_vs_kappa"] = _ci(list(sk.values()))[0]
-        figs[f"{name}_slope_vs_kappa_ci95"] = _ci(list(sk.values()))[2]
+        figs[f"{name}_slope_vs_kappa"] = mean_ci(list(sk.values()))[0]
+        figs[f"{name}_slope_vs_kappa_ci95"] = mean_ci(list(sk.values()))[2]
     paired = [ga[s] - acc[s] for s in sorted(set(acc) & set(ga))]
-    dm, dse, _ = _ci(paired)
+    dm, dse, _ = mean_ci(paired)
     figs.update({"slope_diff_ga_minus_acc": dm, "slope_diff_se": dse, "n_pairs": len(paired)})
 
     anyt = _finals(records, "ga-local")
@@ -528,9 +510,7 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
     fig = Figure(figsize=(11.0, 4.0))
     axes = fig.subplots(1, 2)
     for m in TUNED:
-        curves = [
-            r for r in records if r.get("method") == m and r.get("curve") == 1 and r.get("status") == "done"
-        ]
+        curves = select(records, m, curve=1)
         for s in sorted({int(r["seed"]) for r in curves}):
             rows = sorted((r for r in curves if int(r["seed"]) == s), key=lambda r: r["step"])
             ys = [max(float(r["rel_gap"]), 1e-16) if r.get("rel_gap") is not None else math.nan for r in rows]

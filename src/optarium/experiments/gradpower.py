@@ -37,7 +37,9 @@ import torch
 
 from optarium._core.seeding import derive_seed
 from optarium.harness.experiment import Experiment, Verdict, register
+from optarium.harness.figures import band_stats, draw_paired_gaps
 from optarium.harness.stats import paired_effect, records_final
+from optarium.harness.verdicts import by_step, combine_outcomes, paired_verdict
 
 __all__ = ["EXPERIMENT"]
 
@@ -207,37 +209,29 @@ def _final_val(records: Sequence[Mapping[str, Any]], method: str) -> dict[int, f
 def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> Verdict:
     """The paired-seed rule of :data:`RULE`, per setting and combined."""
     figures: dict[str, Any] = {}
-    outcomes: dict[tuple[str, str], str] = {}
-    effects = {}
+    settings = {}
     for schedule, model in _settings(config):
-        eff = paired_effect(
+        part = paired_verdict(
             _final_val(records, _method("adamwpower", schedule, model)),
             _final_val(records, _method("adamw", schedule, model)),
             better="lower",
+            prefix=f"{model}_{schedule}_",
+            outcome_figure=True,
         )
-        effects[(schedule, model)] = eff
-        outcomes[(schedule, model)] = eff.outcome(2.0)
-        figures.update(eff.figures(prefix=f"{model}_{schedule}_"))
-        figures[f"{model}_{schedule}_outcome"] = outcomes[(schedule, model)]
-    values = list(outcomes.values())
-    if values and all(v == "reproduced" for v in values):
-        outcome = "reproduced"
-    elif any(v == "not reproduced" for v in values):
-        outcome = "not reproduced"
-    else:
-        outcome = "inconclusive"
-    if ("wsd", "moe") in effects and ("wsd", "dense") in effects:
-        moe, dense = effects[("wsd", "moe")], effects[("wsd", "dense")]
-        diff = moe.mean - dense.mean
-        bound = 2 * math.sqrt(moe.se**2 + dense.se**2)
+        settings[(schedule, model)] = part
+        figures.update(part.figures)
+    outcome = combine_outcomes(p.outcome for p in settings.values())
+    if ("wsd", "moe") in settings and ("wsd", "dense") in settings:
+        diff = figures["moe_wsd_mean_gap"] - figures["dense_wsd_mean_gap"]
+        bound = 2 * math.sqrt(figures["moe_wsd_se"] ** 2 + figures["dense_wsd_se"] ** 2)
         figures["moe_minus_dense_gap"] = diff
         figures["moe_larger_gain"] = "supported" if diff > bound else "inconclusive"
     parts = [
-        f"{m}/{s}: gap {effects[(s, m)].mean:+.4f} ± {effects[(s, m)].se:.4f} nats "
-        f"(n={effects[(s, m)].n}) -> {o}"
-        for (s, m), o in outcomes.items()
+        f"{m}/{s}: gap {figures[f'{m}_{s}_mean_gap']:+.4f} ± {figures[f'{m}_{s}_se']:.4f} nats "
+        f"(n={figures[f'{m}_{s}_n_pairs']}) -> {p.outcome}"
+        for (s, m), p in settings.items()
     ]
-    tested = ", ".join(f"{m}/{s}" for s, m in outcomes)
+    tested = ", ".join(f"{m}/{s}" for s, m in settings)
     return Verdict(outcome, figures, f"settings tested at this scale: {tested}. " + "; ".join(parts))
 
 
@@ -251,13 +245,8 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
     for ax, (schedule, model) in zip(axes, settings, strict=True):
         for opt, color in (("adamw", "tab:blue"), ("adamwpower", "tab:orange")):
             method = _method(opt, schedule, model)
-            by_step: dict[int, list[float]] = {}
-            for r in records:
-                if r["method"] == method and "val_loss" in r and r.get("status") == "done":
-                    by_step.setdefault(int(r["step"]), []).append(float(r["val_loss"]))
             finals = _final_val(records, method)
-            steps = sorted(by_step)
-            means = [sum(by_step[s]) / len(by_step[s]) for s in steps]
+            steps, means, _, _ = band_stats(by_step(records, "val_loss", method), band="none")
             if finals:
                 steps.append(int(config["steps"]))
                 means.append(sum(finals.values()) / len(finals))
@@ -272,19 +261,17 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
 
     gaps = Figure(figsize=(5.5, 3.6))
     ax = gaps.subplots()
-    for i, (schedule, model) in enumerate(settings):
-        eff = paired_effect(
-            _final_val(records, _method("adamwpower", schedule, model)),
-            _final_val(records, _method("adamw", schedule, model)),
+    effects = [
+        (
+            f"{model}/{schedule}",
+            paired_effect(
+                _final_val(records, _method("adamwpower", schedule, model)),
+                _final_val(records, _method("adamw", schedule, model)),
+            ),
         )
-        ax.scatter([i] * eff.n, eff.gaps, color="tab:gray", zorder=3)
-        if eff.n:
-            se = eff.se if math.isfinite(eff.se) else 0.0
-            ax.errorbar(
-                [i + 0.15], [eff.mean], yerr=[[2 * se], [2 * se]], fmt="D", color="tab:red", capsize=4
-            )
-    ax.axhline(0.0, color="black", lw=0.8)
-    ax.set_xticks(range(len(settings)), [f"{m}/{s}" for s, m in settings])
+        for schedule, model in settings
+    ]
+    draw_paired_gaps(ax, effects, offset=0.15)
     ax.set_ylabel("L(AdamW) - L(AdamWPower)  [> 0: GradPower better]")
     ax.set_title("paired final gaps per seed; mean ± 2 SE")
     ax.grid(alpha=0.3)

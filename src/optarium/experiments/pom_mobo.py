@@ -44,7 +44,9 @@ import torch
 
 from optarium._core.seeding import derive_seed
 from optarium.harness.experiment import Experiment, Verdict, register
+from optarium.harness.figures import draw_band
 from optarium.harness.stats import mean_se, paired_effect
+from optarium.harness.verdicts import by_step, last_values, side
 
 __all__ = ["EXPERIMENT", "decide", "make_problem", "plot", "run"]
 
@@ -150,15 +152,10 @@ def make_problem(name: str, config: Mapping[str, Any] | None = None) -> Any:
 @functools.lru_cache(maxsize=8)
 def _hyper(name: str, n_points: int, half_width: float) -> tuple[Any, ...]:
     """GP hyperparameters fitted once per problem on ``n_points`` Sobol points (deterministic, memoised)."""
-    from optarium.bo.mo_problems import sobol_pool
-    from optarium.bo.pom import fit_gp_hyperparameters
+    from optarium.bo.pom import sobol_gp_hyperparameters
 
     prob = make_problem(name, {"sympart_half_width": half_width})
-    X = sobol_pool(prob, n_points, 12345)
-    Y = prob(X)
-    Y = (Y - Y.mean(0)) / Y.std(0)
-    lo, hi = prob.bounds
-    return tuple(fit_gp_hyperparameters((X - lo) / (hi - lo), Y))
+    return tuple(sobol_gp_hyperparameters(prob, n_points, 12345))
 
 
 def _strategy(
@@ -265,23 +262,11 @@ def _run_cell(ctx: Any, method: str, seed: int, config: Mapping[str, Any], name:
 def _finals(
     records: Sequence[Mapping[str, Any]], method: str, pid: int, q: int, metric: str
 ) -> dict[int, float]:
-    out: dict[int, float] = {}
-    for r in records:
-        if (
-            r.get("method") == method
-            and r.get("final") == 1.0
-            and int(r.get("problem", -1)) == pid
-            and int(r.get("q", -1)) == q
-            and r.get("status", "done") == "done"
-            and r.get(metric) is not None
-        ):
-            out[int(r["seed"])] = float(r[metric])
-    return out
+    return last_values(records, metric, method, final=1.0, problem=pid, q=q)
 
 
 def _side(eff: Any) -> str:
-    o = eff.outcome(2.0)
-    return {"reproduced": "better", "not reproduced": "worse"}.get(o, "inconclusive")
+    return side(eff.outcome(2.0))
 
 
 def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> Verdict:
@@ -374,27 +359,8 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
         for ax, (name, q) in zip(axes, cells, strict=True):
             pid = PROBLEMS.index(name)
             for meth in config["methods"]:
-                by: dict[int, list[float]] = {}
-                for r in records:
-                    if (
-                        r.get("method") == meth
-                        and int(r.get("problem", -1)) == pid
-                        and int(r.get("q", -1)) == q
-                        and r.get(metric) is not None
-                        and r.get("status", "done") == "done"
-                    ):
-                        by.setdefault(int(r["step"]), []).append(float(r[metric]))
-                if not by:
-                    continue
-                steps = sorted(by)
-                ax.plot(steps, [sum(by[s]) / len(by[s]) for s in steps], color=_COLORS.get(meth), label=meth)
-                ax.fill_between(
-                    steps,
-                    [min(by[s]) for s in steps],
-                    [max(by[s]) for s in steps],
-                    color=_COLORS.get(meth),
-                    alpha=0.12,
-                )
+                curve = by_step(records, metric, meth, problem=pid, q=q)
+                draw_band(ax, curve, center="mean", color=_COLORS.get(meth), label=meth)
             ax.set_xlabel("evaluations")
             ax.set_ylabel(label)
             ax.set_title(f"{name}, q = {q}")

@@ -43,6 +43,8 @@ import torch
 from optarium._core.seeding import derive_seed
 from optarium.harness.experiment import Experiment, Verdict, register
 from optarium.harness.stats import mean_sd, mean_se, records_final
+from optarium.harness.verdicts import by_step, combine_outcomes, ols_slope, select
+from optarium.optim.sam import sam_step  # the constant-step SAM / USAM baselines
 
 __all__ = ["EXPERIMENT"]
 
@@ -142,40 +144,6 @@ CONFIGS: dict[str, dict[str, Any]] = {
 
 
 # ---------------------------------------------------------------------------------------------------------
-# A constant-step SAM / USAM step (the baselines): the same two passes and weight-decay rule as SAMPolyak.
-
-
-def _sam_constant_step(
-    params: list[torch.Tensor],
-    closure: Callable[[], torch.Tensor],
-    lr: float,
-    rho: float,
-    lambd: float,
-    weight_decay: float,
-) -> torch.Tensor:
-    for p in params:
-        p.grad = None
-    with torch.enable_grad():
-        loss = closure()
-    g = [p.grad for p in params]
-    norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(g))).clamp_min(1e-12)
-    scale = rho * ((1.0 - lambd) + lambd / norm)
-    with torch.no_grad():
-        saved = [p.detach().clone() for p in params]
-        torch._foreach_add_(params, torch._foreach_mul(g, scale))
-    for p in params:
-        p.grad = None
-    with torch.enable_grad():
-        closure()
-    with torch.no_grad():
-        torch._foreach_copy_(params, saved)
-        ge = [p.grad for p in params]
-        d = torch._foreach_add(ge, params, alpha=weight_decay) if weight_decay else ge
-        torch._foreach_add_(params, d, alpha=-lr)
-    return loss
-
-
-# ---------------------------------------------------------------------------------------------------------
 # Least squares (quick).
 
 
@@ -211,7 +179,7 @@ def _run_ls_det(ctx: Any, kind: str, seed: int, config: Mapping[str, Any]) -> No
         if kind == "sps":
             opt.step(closure)
         else:
-            _sam_constant_step([x], closure, lr, rho, 0.0, 0.0)
+            sam_step([x], closure, lr, rho, 0.0, 0.0)
         with ctx.evaluating():
             rel = float(prob.gap(x.detach())) / f0
         if not math.isfinite(rel) or rel > 1e30:
@@ -240,7 +208,7 @@ def _run_ls_sto(ctx: Any, kind: str, seed: int, config: Mapping[str, Any]) -> No
         if kind == "sps":
             opt.step(closure)
         else:
-            _sam_constant_step([x], closure, lr, rho, 0.0, 0.0)
+            sam_step([x], closure, lr, rho, 0.0, 0.0)
         if t % config["sto_check_every"] == 0:
             with ctx.evaluating():
                 rel = float(prob.gap(x.detach())) / f0
@@ -338,7 +306,7 @@ def _run_mlp(ctx: Any, rho: float, kind: str, seed: int, config: Mapping[str, An
                 gammas.append(opt.param_groups[0]["lr"])
             else:
                 lr = lr0 if kind.startswith("const") else lr0 * 0.5 * (1 + math.cos(math.pi * step / total))
-                loss = _sam_constant_step(params, closure, lr, rho, 1.0, wd)
+                loss = sam_step(params, closure, lr, rho, 1.0, wd)
             losses.append(float(loss.detach()))
             step += 1
         metrics = {"train_loss": sum(losses) / len(losses)}
@@ -369,9 +337,8 @@ def run(ctx: Any, method: str, seed: int, config: Mapping[str, Any]) -> None:
 
 def _by_seed(records: Sequence[Mapping[str, Any]], method: str) -> dict[int, list[Mapping[str, Any]]]:
     out: dict[int, list[Mapping[str, Any]]] = {}
-    for r in records:
-        if r.get("method") == method and r.get("status", "done") == "done":
-            out.setdefault(int(r["seed"]), []).append(r)
+    for r in select(records, method):
+        out.setdefault(int(r["seed"]), []).append(r)
     return out
 
 
@@ -385,10 +352,7 @@ def _slope(records: Sequence[Mapping[str, Any]]) -> float:
     pts = pts[:cut]
     if len(pts) < 3:
         return math.nan
-    ts = [float(t) for t, _ in pts]
-    ys = [math.log(v) for _, v in pts]
-    mt, my = sum(ts) / len(ts), sum(ys) / len(ys)
-    return sum((t - mt) * (y - my) for t, y in zip(ts, ys, strict=True)) / sum((t - mt) ** 2 for t in ts)
+    return ols_slope([float(t) for t, _ in pts], [math.log(v) for _, v in pts])
 
 
 def _unit_seconds(records: Sequence[Mapping[str, Any]], method: str) -> dict[int, float]:
@@ -528,11 +492,7 @@ def _decide_mlp(records: Sequence[Mapping[str, Any]], methods: Sequence[str], fi
         figures["drop_outcome"] = outcomes[-1]
     figures["mlp_sweep_seconds"] = sweep_s
     figures["mlp_samsps_seconds"] = sps_s
-    if any(o == "not reproduced" for o in outcomes):
-        return "not reproduced"
-    if outcomes and all(o == "reproduced" for o in outcomes):
-        return "reproduced"
-    return "inconclusive"
+    return combine_outcomes(outcomes)
 
 
 def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> Verdict:
@@ -547,13 +507,7 @@ def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> V
     ran = {k: v for k, v in parts.items() if v != "absent"}
     for k, v in ran.items():
         figures[f"{k}_outcome"] = v
-    values = list(ran.values())
-    if not values or any(v == "inconclusive" for v in values):
-        outcome = "inconclusive" if not any(v == "not reproduced" for v in values) else "not reproduced"
-    elif all(v == "reproduced" for v in values):
-        outcome = "reproduced"
-    else:
-        outcome = "not reproduced"
+    outcome = combine_outcomes(ran.values())
     bits = []
     if "det" in ran:
         bits.append(
@@ -593,14 +547,9 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
         fig = Figure(figsize=(6, 4))
         ax = fig.subplots()
         for m in det:
-            by_step: dict[int, list[float]] = {}
-            for r in records:
-                if r["method"] == m and "rel_gap" in r and r.get("status") == "done":
-                    by_step.setdefault(int(r["step"]), []).append(float(r["rel_gap"]))
-            steps = sorted(by_step)
-            geo = [
-                math.exp(sum(math.log(max(v, 1e-300)) for v in by_step[s]) / len(by_step[s])) for s in steps
-            ]
+            gaps = by_step(records, "rel_gap", m)
+            steps = sorted(gaps)
+            geo = [math.exp(sum(math.log(max(v, 1e-300)) for v in gaps[s]) / len(gaps[s])) for s in steps]
             ax.semilogy(steps, geo, lw=2.2 if m.endswith("sps") else 1.2, label=m.removeprefix("ls-det-"))
         ax.set_xlabel("iteration")
         ax.set_ylabel("f(x_t) / f(x_0)  (geometric mean over seeds)")

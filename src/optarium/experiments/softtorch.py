@@ -45,6 +45,7 @@ import torch
 from optarium._core.seeding import derive_seed
 from optarium.harness.experiment import Experiment, Verdict, register
 from optarium.harness.stats import paired_effect
+from optarium.harness.verdicts import combine_outcomes, select
 
 __all__ = ["EXPERIMENT", "LTR_METHODS", "RANK_METHODS", "ROBUST_METHODS", "decide", "plot", "run"]
 
@@ -201,11 +202,7 @@ def run(ctx: Any, method: str, seed: int, config: Mapping[str, Any]) -> None:
 
 
 def _finals(records: Sequence[Mapping[str, Any]], method: str, key: str) -> dict[int, dict[str, float]]:
-    out: dict[int, dict[str, float]] = {}
-    for r in records:
-        if r.get("method") == method and key in r and r.get("status", "done") == "done":
-            out[int(r["seed"])] = dict(r)
-    return out
+    return {int(r["seed"]): dict(r) for r in select(records, method, has=key)}
 
 
 def _decide_robust(records: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, Any]]:
@@ -283,13 +280,7 @@ def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> V
         parts.append(f"learning to rank: {o} (min mean test Spearman {f['ltr_min_spearman']:.4f})")
     if not outcomes:
         return Verdict("inconclusive", figures, "no part of the experiment ran")
-    if "not reproduced" in outcomes:
-        outcome = "not reproduced"
-    elif all(o == "reproduced" for o in outcomes):
-        outcome = "reproduced"
-    else:
-        outcome = "inconclusive"
-    return Verdict(outcome, figures, "; ".join(parts))
+    return Verdict(combine_outcomes(outcomes), figures, "; ".join(parts))
 
 
 def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:

@@ -55,7 +55,6 @@ otherwise inconclusive.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -64,6 +63,8 @@ import torch
 
 from optarium._core.seeding import derive_seed
 from optarium.harness.experiment import Experiment, Verdict, register
+from optarium.harness.verdicts import select
+from optarium.problems.portfolio import sp500_returns, synthetic_universe
 
 __all__ = [
     "EXPERIMENT",
@@ -126,53 +127,12 @@ CONFIGS: dict[str, dict[str, Any]] = {
     },
 }
 HORIZON = 21
-#: Common factor on the synthetic noise levels (factor 0.4 %, idiosyncratic 0.8 % daily at 1.0), calibrated so
-#: that the exact-k population oracle Sharpe is about 1-1.5 for n = 20, 50, 100 (module docstring).
-NOISE_SCALE = 0.52
+#: The synthetic noise calibration and the data live in :mod:`optarium.problems.portfolio`.
 
 
 # ==========================================================================================================
 # data
 # ==========================================================================================================
-
-
-@functools.lru_cache(maxsize=1)
-def sp500_returns() -> tuple[torch.Tensor, tuple[int, ...]]:
-    """Daily simple returns (T, 20) of skfolio's bundled S&P-20 prices and the year of each return day."""
-    from skfolio.datasets import load_sp500_dataset
-
-    prices = load_sp500_dataset().ffill()
-    values = torch.tensor(prices.to_numpy(), dtype=torch.float64)
-    rets = values[1:] / values[:-1] - 1
-    years = tuple(int(y) for y in prices.index.year[1:])
-    return rets, years
-
-
-def synthetic_universe(seed: int, n: int, days: int, n_factors: int = 5) -> dict[str, torch.Tensor]:
-    """One draw of the synthetic factor universe: r_t = B f_t + alpha(z_t) + eps_t (float64).
-
-    Returns ``returns`` (days, n), ``signals`` z (days, n, 2) (z_t is known at the end of day t and drives
-    alpha_{t+1}), ``alpha`` (days, n) the true drift of each day and ``sigma`` (n, n) the true covariance.
-    """
-    g = torch.Generator().manual_seed(derive_seed(seed, "stp-synthetic", n))
-    dt = torch.float64
-    b = 0.5 * torch.randn(n, n_factors, generator=g, dtype=dt)
-    b[:, 0] += 1.0  # a market factor
-    sf, se = 0.004 * NOISE_SCALE, 0.008 * NOISE_SCALE  # calibrated: see the module docstring
-    a = torch.randn(n, 2, generator=g, dtype=dt)
-    phi = 0.98
-    innov = torch.randn(days, n, 2, generator=g, dtype=dt) * math.sqrt(1 - phi**2)
-    z = torch.empty(days, n, 2, dtype=dt)
-    z[0] = torch.randn(n, 2, generator=g, dtype=dt)
-    for t in range(1, days):  # AR(1) recursion over time (not over samples)
-        z[t] = phi * z[t - 1] + innov[t]
-    alpha = torch.zeros(days, n, dtype=dt)
-    alpha[1:] = 2e-4 * torch.tanh((z[:-1] * a).sum(-1))
-    f = sf * torch.randn(days, n_factors, generator=g, dtype=dt)
-    eps = se * torch.randn(days, n, generator=g, dtype=dt)
-    returns = f @ b.T + alpha + eps
-    sigma = sf**2 * b @ b.T + se**2 * torch.eye(n, dtype=dt)
-    return {"returns": returns, "signals": z, "alpha": alpha, "sigma": sigma}
 
 
 def _rebalance(first: int, last: int) -> torch.Tensor:
@@ -331,10 +291,6 @@ def _label(gap: float, se: float) -> str:
     return "better" if gap > 2 * se else "worse" if gap < -2 * se else "tie"
 
 
-def _done(r: Mapping[str, Any]) -> bool:
-    return r.get("status", "done") == "done"
-
-
 def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> Verdict:
     """The verdict by :data:`RULE`."""
     figures: dict[str, Any] = {}
@@ -344,11 +300,10 @@ def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> V
         tag = f"s{si}_{setting['data']}_k{setting['k']}" + (f"_n{setting['n']}" if "n" in setting else "")
         if setting["data"] == "sp500":
             series: dict[str, dict[int, list[tuple[int, float]]]] = {}
-            for r in records:
-                if _done(r) and r.get("setting") == si and "day_return" in r:
-                    series.setdefault(r["method"], {}).setdefault(int(r["seed"]), []).append(
-                        (int(r["step"]), float(r["day_return"]))
-                    )
+            for r in select(records, has="day_return", setting=si):
+                series.setdefault(r["method"], {}).setdefault(int(r["seed"]), []).append(
+                    (int(r["step"]), float(r["day_return"]))
+                )
             ret = {
                 m: {
                     s: torch.tensor([v for _, v in sorted(pts)], dtype=torch.float64) for s, pts in by.items()
@@ -372,9 +327,8 @@ def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> V
             figures[f"{tag}_sr_dfl"] = sum(float(_sharpe(x)) for x in ret["dfl"].values()) / len(ret["dfl"])
         else:
             finals: dict[str, dict[int, float]] = {}
-            for r in records:
-                if _done(r) and r.get("setting") == si and "model_sharpe" in r:
-                    finals.setdefault(r["method"], {})[int(r["seed"])] = float(r["model_sharpe"])
+            for r in select(records, has="model_sharpe", setting=si):
+                finals.setdefault(r["method"], {})[int(r["seed"])] = float(r["model_sharpe"])
             if "dfl" not in finals:
                 continue
             for b in BASELINES:

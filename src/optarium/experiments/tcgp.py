@@ -41,7 +41,9 @@ import torch
 
 from optarium._core.seeding import derive_seed
 from optarium.harness.experiment import Experiment, Verdict, register
+from optarium.harness.figures import draw_band, draw_paired_gaps
 from optarium.harness.stats import PairedEffect, mean_sd, paired_effect, records_final
+from optarium.harness.verdicts import by_step, side
 
 __all__ = ["CONFIGS", "EXPERIMENT", "METHODS", "decide", "make_function", "plot", "run"]
 
@@ -118,36 +120,14 @@ CONFIGS: dict[str, dict[str, Any]] = {
 }
 
 
-@functools.lru_cache(maxsize=1)
-def _goldstein_price_class() -> type:
-    from botorch.test_functions.synthetic import SyntheticTestFunction
-
-    class GoldsteinPrice(SyntheticTestFunction):
-        """Goldstein-Price on [-2, 2]^2; global minimum 3 at (0, -1)."""
-
-        dim = 2
-        continuous_inds = [0, 1]  # noqa: RUF012 - BoTorch class attribute
-        _bounds = [(-2.0, 2.0), (-2.0, 2.0)]  # noqa: RUF012
-        _optimal_value = 3.0
-        _optimizers = [(0.0, -1.0)]  # noqa: RUF012
-
-        def _evaluate_true(self, X: torch.Tensor) -> torch.Tensor:
-            x1, x2 = X[..., 0], X[..., 1]
-            a = 1 + (x1 + x2 + 1) ** 2 * (19 - 14 * x1 + 3 * x1**2 - 14 * x2 + 6 * x1 * x2 + 3 * x2**2)
-            b = 30 + (2 * x1 - 3 * x2) ** 2 * (
-                18 - 32 * x1 + 12 * x1**2 + 48 * x2 - 36 * x1 * x2 + 27 * x2**2
-            )
-            return a * b
-
-    return GoldsteinPrice
-
-
 def make_function(name: str) -> Any:
     """The benchmark ``name`` (one of :data:`FUNCTIONS`) as a BoTorch test function (minimisation)."""
     from botorch.test_functions import Ackley, DixonPrice, Hartmann, Rosenbrock
 
+    from optarium.bo.problems import goldstein_price
+
     if name == "goldstein_price":
-        return _goldstein_price_class()()
+        return goldstein_price()
     makers = {
         "ackley4": lambda: Ackley(dim=4),
         "dixon_price4": lambda: DixonPrice(dim=4),
@@ -283,8 +263,7 @@ def _pooled_bo(
 
 
 def _label(eff: PairedEffect) -> str:
-    o = eff.outcome(2.0)
-    return {"reproduced": "better", "not reproduced": "worse"}.get(o, "inconclusive")
+    return side(eff.outcome(2.0))
 
 
 def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> Verdict:
@@ -345,7 +324,6 @@ def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> V
 
 
 # ---------------------------------------------------------------------- figures
-_QS = torch.tensor([0.25, 0.5, 0.75], dtype=torch.float64)
 _COLORS = {"gp": "tab:blue", "global": "tab:green", "tcgp": "tab:red", "tcgp-gn": "tab:purple"}
 
 
@@ -358,22 +336,21 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
     fig = Figure(figsize=(7.5, 4.0))
     axes = fig.subplots(1, 2)
     for ax, metric in zip(axes, ("ks", "brier"), strict=True):
-        labels: list[str] = []
-        i = 0
-        for name in config["calib_functions"]:
-            for base in (b for b in methods if b != "tcgp"):
-                eff = _effect(records, f"{metric}_{name}", base)
-                if not eff.n:
-                    continue
-                ax.scatter([i] * eff.n, eff.gaps, color="tab:gray", s=10, zorder=3)
-                se = eff.se if math.isfinite(eff.se) else 0.0
-                ax.errorbar(
-                    [i + 0.2], [eff.mean], yerr=[[2 * se], [2 * se]], fmt="D", color=_COLORS[base], capsize=4
-                )
-                labels.append(f"{name}\n{base}")
-                i += 1
-        ax.axhline(0.0, color="black", lw=0.8)
-        ax.set_xticks(range(len(labels)), labels, fontsize=6)
+        drawn = [
+            (f"{name}\n{base}", base, _effect(records, f"{metric}_{name}", base))
+            for name in config["calib_functions"]
+            for base in methods
+            if base != "tcgp"
+        ]
+        drawn = [d for d in drawn if d[2].n]
+        draw_paired_gaps(
+            ax,
+            [(label, eff) for label, _, eff in drawn],
+            offset=0.2,
+            point_size=10,
+            colors=[_COLORS[base] for _, base, _ in drawn],
+            tick_fontsize=6,
+        )
         ax.set_ylabel(f"{metric}(baseline) - {metric}(tcGP)  [> 0: tcGP better]")
         ax.grid(alpha=0.3)
     fig.suptitle("Calibration below t: paired gaps per seed, mean ± 2 SE")
@@ -384,16 +361,10 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
     axes2 = fig2.subplots(1, len(bo_fns), squeeze=False)[0]
     for ax, name in zip(axes2, bo_fns, strict=True):
         for m in config.get("bo_methods", ()):
-            by: dict[int, list[float]] = {}
-            for r in records:
-                if r.get("method") == m and f"log_regret_{name}" in r and r.get("status", "done") == "done":
-                    by.setdefault(int(r["step"]), []).append(float(r[f"log_regret_{name}"]))
-            if not by:
-                continue
-            steps = sorted(by)
-            q = [torch.tensor(by[s], dtype=torch.float64).quantile(_QS) for s in steps]
-            ax.plot(steps, [v[1] for v in q], color=_COLORS.get(m), label=m)
-            ax.fill_between(steps, [v[0] for v in q], [v[2] for v in q], color=_COLORS.get(m), alpha=0.15)
+            regret = by_step(records, f"log_regret_{name}", m)
+            draw_band(
+                ax, regret, center="median", band="quartiles", color=_COLORS.get(m), label=m, alpha=0.15
+            )
         ax.set_xlabel("EI step")
         ax.set_ylabel("log10 simple regret")
         ax.set_title(name)

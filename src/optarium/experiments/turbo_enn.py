@@ -32,6 +32,7 @@ import torch
 
 from optarium._core.seeding import derive_seed
 from optarium.harness.experiment import Experiment, Verdict, register
+from optarium.harness.verdicts import by_step, last_values, select
 
 __all__ = ["CONFIGS", "EXPERIMENT", "METHODS", "decide", "plot", "proposal_time", "run"]
 
@@ -193,24 +194,13 @@ def run(ctx: Any, method: str, seed: int, config: Mapping[str, Any]) -> None:
 
 
 def _timing(records: Sequence[Mapping[str, Any]], method: str) -> dict[int, float]:
-    return {
-        int(r["n_obs"]): float(r["proposal_s"])
-        for r in records
-        if r.get("method") == method and "proposal_s" in r and r.get("status", "done") == "done"
-    }
+    return {int(r["n_obs"]): float(r["proposal_s"]) for r in select(records, method, has="proposal_s")}
 
 
 def _finals(
     records: Sequence[Mapping[str, Any]], method: str, problem: int = 0, key: str = "final_best"
 ) -> dict[int, float]:
-    return {
-        int(r["seed"]): float(r[key])
-        for r in records
-        if r.get("method") == method
-        and key in r
-        and int(r.get("problem", -1)) == problem
-        and r.get("status", "done") == "done"
-    }
+    return last_values(records, key, method, problem=problem)
 
 
 def _ratio_curve(records: Sequence[Mapping[str, Any]]) -> dict[int, float]:
@@ -332,18 +322,10 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
     fig = Figure(figsize=(6, 4))
     ax = fig.subplots()
     for m in METHODS:
-        by_step: dict[int, list[float]] = {}
-        for r in records:
-            if (
-                r.get("method") == m
-                and "best" in r
-                and int(r.get("problem", -1)) == 0
-                and r.get("status") == "done"
-            ):
-                by_step.setdefault(int(r["step"]), []).append(float(r["best"]))
-        if by_step:
-            steps = sorted(by_step)
-            ax.plot(steps, [statistics.median(by_step[s]) for s in steps], label=m)
+        best = by_step(records, "best", m, problem=0)
+        if best:
+            steps = sorted(best)
+            ax.plot(steps, [statistics.median(best[s]) for s in steps], label=m)
     ax.set_yscale("symlog", linthresh=1e-2)
     ax.set_xlabel("evaluations")
     ax.set_ylabel("best Ackley value (median over seeds)")

@@ -8,6 +8,10 @@ methods (baselines included) and a configuration per scale, and provides three f
 - ``decide(records, config)``: the :class:`Verdict` computed from the records by the stated rule.
 - ``plot(records, config)`` (optional): ``{name: matplotlib Figure}``.
 
+``decide`` and ``plot`` are built from the verdict toolkit: record queries, ``combine_outcomes``, the paired
+and slope rules in :mod:`optarium.harness.verdicts`, and the standard figures (paired gaps with SE bars,
+curves with seed bands) in :mod:`optarium.harness.figures`.
+
 Scales: ``smoke`` (seconds; used by tests; never claims a verdict), ``quick`` (at most 60 s on one core; what
 ``make run`` runs) and ``full`` (the faithful small-scale version, at most 30 minutes).
 """

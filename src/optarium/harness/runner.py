@@ -1,6 +1,7 @@
 """Run an experiment over methods x seeds at one scale, store everything, and decide the verdict.
 
-Each (method, seed) pair is a *unit*. A unit ends with one status:
+Each (method, seed) pair is a *unit*. A unit ends with one status of
+:data:`optarium._core.status.UNIT_STATUSES`:
 
 - ``done``: ``run`` returned;
 - ``diverged``: a logged metric was NaN or infinite (or ``run`` raised :class:`Diverged`);
@@ -10,6 +11,10 @@ Each (method, seed) pair is a *unit*. A unit ends with one status:
 A crashing unit never loses the other units' records. Units run in this process (``jobs=1``) or in a pool of
 ``jobs`` spawned processes with one torch thread each. Finished units are appended to the run directory as
 they finish, so Ctrl-C keeps them and a re-run reuses them.
+
+An experiment reports through its :class:`RunContext`: ``ctx.log(step, **metrics)`` for its own metrics,
+and ``ctx.log_result(result, prefix="", **tags)`` for a solver's :class:`~optarium._core.result.Result` in
+one line (its trace, then a final record with the solver's status and iteration count).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from optarium._core.seeding import seed_everything
+from optarium._core.status import UNIT_STATUSES
 from optarium._core.timing import Stopwatch
 from optarium._core.validation import check_choice, check_int
 from optarium.harness.environment import code_fingerprint, collect_environment
@@ -97,6 +103,34 @@ class RunContext:
                 raise Diverged(f"{', '.join(bad)} not finite at step {int(step)}")
         self.check()
 
+    def log_result(self, result: Any, prefix: str = "", **tags: Any) -> None:
+        """Log a solver's :class:`~optarium._core.result.Result`: its trace, then one final record.
+
+        Each recorded step of ``result.history`` becomes a record at that step with its metrics, named
+        ``prefix + name``; then a record at step ``result.n_iter`` carries ``prefix + "value"``,
+        ``"n_iter"``, ``"wall_time_s"``, ``"solver_status"`` (the solver's status string, one of
+        :data:`~optarium._core.status.SOLVER_STATUSES`; not the unit's ``status``) and ``"final"`` (1).
+        ``tags`` (numbers, e.g. ``kappa=10``) go into every record. Non-finite metrics are stored, not
+        raised: the solver's status already says whether it diverged.
+        """
+        from optarium._core.result import Result
+
+        if not isinstance(result, Result):
+            raise TypeError(f"result: must be an optarium Result, got {type(result).__name__}")
+        for row in result.history.as_rows():
+            step = int(row.pop("step"))
+            self.log(step, check_finite=False, **{f"{prefix}{k}": v for k, v in row.items()}, **tags)
+        rec: dict[str, Any] = {"method": self.method, "seed": self.seed, "step": int(result.n_iter)}
+        rec["seconds"] = self.stopwatch.elapsed
+        rec.update({k: float(v) for k, v in tags.items()})
+        rec[f"{prefix}value"] = float(result.value)
+        rec[f"{prefix}n_iter"] = int(result.n_iter)
+        rec[f"{prefix}wall_time_s"] = float(result.wall_time_s)
+        rec[f"{prefix}solver_status"] = str(result.status)
+        rec[f"{prefix}final"] = 1
+        self.records.append(rec)
+        self.check()
+
     def check(self) -> None:
         """Raise :class:`UnitTimeout` if the unit ran past its time limit."""
         if time.monotonic() > self._deadline:
@@ -148,6 +182,7 @@ def execute_unit(
             raise
         except Exception:
             status, error = "error", traceback.format_exc()
+    check_choice("status", status, UNIT_STATUSES)
     seconds = ctx.stopwatch.stop()
     attempt = uuid.uuid4().hex[:12]
     for r in ctx.records:

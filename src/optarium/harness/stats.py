@@ -1,4 +1,8 @@
-"""Statistics that verdicts are computed from: paired-seed effects and their standard errors."""
+"""Statistics that verdicts are computed from: paired-seed effects and their standard errors.
+
+The rules built on them (record queries, outcome combining, paired and slope verdicts) are in
+:mod:`optarium.harness.verdicts`.
+"""
 
 from __future__ import annotations
 

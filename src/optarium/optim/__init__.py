@@ -6,6 +6,7 @@ from optarium.optim.functional import foreach_sign_power, sign_power
 from optarium.optim.gradpower import AdamWPower, GradPower
 from optarium.optim.lion_vr import Lion, LionVR, lion_update_
 from optarium.optim.rewa import ReWA, from_hidden, to_hidden
+from optarium.optim.sam import sam_step
 from optarium.optim.sam_polyak import SAM_SPS, SAMPolyak
 from optarium.optim.schedules import cosine_schedule, wsd_schedule
 
@@ -27,6 +28,7 @@ __all__ = [
     "foreach_sign_power",
     "from_hidden",
     "lion_update_",
+    "sam_step",
     "sign_power",
     "to_hidden",
     "wsd_schedule",

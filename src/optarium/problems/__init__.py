@@ -1,5 +1,21 @@
-"""Shared problems with known structure and data generators (the tiny language model and its corpus)."""
+"""Shared problems with known structure and data generators, one module per kind.
 
+- :mod:`~optarium.problems.least_squares`, :mod:`~optarium.problems.sparse_regression`,
+  :mod:`~optarium.problems.nonconvex_logistic`,
+  :mod:`~optarium.problems.weakly_convex` (with :class:`~optarium.problems.weakly_convex.WeaklyConvexOracle`):
+  synthetic objectives with known constants or optima;
+- :mod:`~optarium.problems.heavy_tail`: heavy-tailed gradient noise; :mod:`~optarium.problems.sgd_simulation`:
+  batched (clipped, projected) SGD runs on such oracles and the quantiles of their final metric;
+- :mod:`~optarium.problems.portfolio`: synthetic factor universes with a known model and the S&P-20 returns;
+- :mod:`~optarium.problems.datasets`: small bundled data sets; :mod:`~optarium.problems.text_corpus` and
+  :mod:`~optarium.problems.tiny_lm`: the tiny language model and its corpus.
+
+Black-box test functions live with the ``bo`` family (:mod:`optarium.bo.problems`,
+:mod:`optarium.bo.mo_problems`).
+"""
+
+from optarium.problems.portfolio import NOISE_SCALE, sp500_returns, synthetic_universe
+from optarium.problems.sgd_simulation import quantile, simulate
 from optarium.problems.text_corpus import (
     fixed_batches,
     sample_batch,
@@ -20,14 +36,19 @@ from optarium.problems.tiny_lm import (
 __all__ = [
     "FULL_DENSE",
     "FULL_MOE",
+    "NOISE_SCALE",
     "QUICK",
     "TinyLM",
     "TinyLMConfig",
     "build_tiny_lm",
     "count_parameters",
     "fixed_batches",
+    "quantile",
     "sample_batch",
+    "simulate",
+    "sp500_returns",
     "split_corpus",
     "stdlib_corpus",
+    "synthetic_universe",
     "zipf_markov_corpus",
 ]

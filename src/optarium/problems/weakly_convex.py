@@ -21,6 +21,9 @@ following the data. Problems (from the clip-sgd-heavy-tail spec):
   :math:`\varphi(x) = \frac1m\sum_i \lvert\langle a_i, x\rangle^2 - b_i\rvert` with a fraction of outliers
   among the :math:`b_i`; :math:`\rho = 2\lambda_{\max}(A^\top A)/m`. Its prox has no closed form, so the
   metric there is the relative distance to :math:`\{\pm x^*\}`.
+
+:class:`WeaklyConvexOracle` packs either problem (its default data draw) as what a batched SGD simulation
+needs: a (sub)gradient oracle, the metric, the start and a projection radius.
 """
 
 from __future__ import annotations
@@ -34,8 +37,10 @@ import torch
 from optarium._core.validation import check_in_range, check_int, check_positive
 
 __all__ = [
+    "ORACLE_PROBLEMS",
     "NonconvexLeastSquares",
     "RobustPhaseRetrieval",
+    "WeaklyConvexOracle",
     "moreau_grad",
     "moreau_grad_norm",
     "prox_by_gradient_descent",
@@ -286,3 +291,41 @@ class RobustPhaseRetrieval:
             )
             x = x - step.unsqueeze(-1) * g
         return x
+
+
+#: ``name`` choices of :class:`WeaklyConvexOracle`: nonconvex least squares, robust phase retrieval.
+ORACLE_PROBLEMS = ("ls", "pr")
+
+
+class WeaklyConvexOracle:
+    r"""Gradient oracle, metric and start of one of the clip-sgd-heavy-tail spec's problems (data drawn once,
+    seed 0), batched over leading dimensions of ``x``.
+
+    Args:
+        name: ``"ls"``: :class:`NonconvexLeastSquares` (``grad`` its exact gradient, ``metric`` the
+            Moreau-envelope gradient norm :math:`\lVert\nabla\varphi_\lambda(x)\rVert` with ``lam``, start 0);
+            ``"pr"``: :class:`RobustPhaseRetrieval` (``grad`` a subgradient, ``metric`` the relative
+            distance to :math:`\{\pm x^*\}`, start at relative distance 0.3, seed 0).
+        lam: the Moreau parameter :math:`\lambda` of the ``"ls"`` metric (unused for ``"pr"``).
+
+    Attributes: ``name``, ``grad``, ``metric``, ``x0`` (float64), ``radius`` (twice the signal's norm: the
+    projection ball of projected SGD), ``dim``.
+    """
+
+    def __init__(self, name: str, lam: float) -> None:
+        if name not in ORACLE_PROBLEMS:
+            raise ValueError(f"name: must be one of {ORACLE_PROBLEMS}, got {name!r}")
+        self.name = name
+        if name == "ls":
+            p = NonconvexLeastSquares.make()
+            self.grad = p.fast_grad()
+            self.metric: Callable[[torch.Tensor], torch.Tensor] = lambda x: p.moreau_grad_norm(x, lam)
+            self.x0 = torch.zeros(p.dim, dtype=torch.float64)
+            self.radius = 2 * float(torch.linalg.vector_norm(p.x_signal))
+        else:
+            q = RobustPhaseRetrieval.make()
+            self.grad = q.subgrad
+            self.metric = q.distance
+            self.x0 = q.start(0.3, seed=0)
+            self.radius = 2 * float(torch.linalg.vector_norm(q.x_signal))
+        self.dim = int(self.x0.numel())

@@ -6,7 +6,10 @@ Every function takes ``softness`` (default 0.1) and ``mode`` (``"hard"`` equals 
 Index-valued functions return distributions over indices in an extra trailing dimension (``SoftIndex``);
 ``*_st`` variants have exactly the hard forward value and the soft gradient. Beyond SoftTorch:
 ``return_log_probs``, :func:`argtopk`, the ``smooth_sort`` method, batched OT, and relaxed samplers in
-:mod:`optarium.soft.random`.
+:mod:`optarium.soft.random`. The axis-wise operators live in :mod:`optarium.soft.extrema`,
+:mod:`optarium.soft.sorting`, :mod:`optarium.soft.top_k` and :mod:`optarium.soft.quantiles` (methods in
+:mod:`optarium.soft.axiswise`); the ``ot`` method solves its transport with the public :mod:`optarium.ot`,
+and the sparse tangent portfolio's QP layer is the public :mod:`optarium.convex`.
 
 Reference: A. Paulus, A. R. Geist, V. Musil, S. Hoffmann, O. Beker, G. Martius, "SoftTorch" (ICML 2026,
 arXiv:2603.08824).

@@ -29,8 +29,9 @@ Pipeline at a rebalance date t (n assets, long-only, fully invested, exactly k h
    DPP in (L, :math:`\hat\mu`, m); with a 0/1 mask it is the long-only tangency portfolio on the selected
    assets. :math:`\delta = \delta_{rel}\,\mathrm{tr}\hat\Sigma/n` (default :math:`\delta_{rel}=10^{-6}`);
    :math:`\hat\mu` is divided by :math:`\max_i|\hat\mu_i|` and L by :math:`\sqrt{\mathrm{tr}\hat\Sigma/n}`
-   before solving (w is invariant). Backend ``torch_qp`` (default): a batched Mehrotra primal-dual
-   interior-point solve in float64, then an active-set polish (the equality-constrained KKT system of the
+   before solving (w is invariant). Backend ``torch_qp`` (default; :func:`optarium.convex.capped_qp`,
+   with c = m and u = 0): a batched Mehrotra primal-dual interior-point solve in float64, then an active-set
+   polish (the equality-constrained KKT system of the
    identified active set, solved by ``torch.linalg.solve`` and differentiated by autograd, exact to
    rounding); when the polish fails its checks (primal feasibility, multiplier signs) the interior-point
    point is kept and differentiated through its KKT system implicitly (one Newton step on the detached
@@ -62,6 +63,7 @@ from typing import Any
 import torch
 
 from optarium._core.validation import check_choice, check_int, check_nonnegative, check_positive
+from optarium.convex import capped_qp
 
 __all__ = [
     "AssetMLP",
@@ -222,7 +224,7 @@ def ledoit_wolf(returns: torch.Tensor) -> torch.Tensor:
 
 
 # ==========================================================================================================
-# batched QP: interior point + active-set polish
+# the layer: tangency and min-variance QPs solved by optarium.convex.capped_qp
 # ==========================================================================================================
 
 
@@ -240,230 +242,6 @@ class LayerInfo:
     def fallback_rate(self) -> float:
         """Share of the batch that used the fallback portfolio."""
         return float(self.fallback.double().mean()) if self.fallback.numel() else 0.0
-
-
-def _g_mv(x: torch.Tensor, c: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-    """G x for G = [-I; I - c 1^T] diag(keep) (batched): the layer's 2n inequality rows."""
-    xk = x * keep
-    return torch.cat([-xk, xk - c * xk.sum(-1, keepdim=True)], -1)
-
-
-def _g_tmv(v: torch.Tensor, c: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-    """G^T v for the same G."""
-    n = c.shape[-1]
-    v1, v2 = v[..., :n], v[..., n:]
-    return keep * (-v1 + v2 - (c * v2).sum(-1, keepdim=True))
-
-
-def _g_dense(c: torch.Tensor) -> torch.Tensor:
-    """Dense G = [-I; I - c 1^T] (B, 2n, n)."""
-    n = c.shape[-1]
-    eye = torch.eye(n, dtype=c.dtype, device=c.device).expand(*c.shape[:-1], n, n)
-    return torch.cat([-eye, eye - c.unsqueeze(-1) * torch.ones_like(c).unsqueeze(-2)], -2)
-
-
-def _ipm(
-    q: torch.Tensor,
-    a: torch.Tensor,
-    b: torch.Tensor,
-    c: torch.Tensor,
-    keep: torch.Tensor,
-    h: torch.Tensor,
-    tol: float,
-    max_iter: int,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, int]:
-    """Batched Mehrotra predictor-corrector for min 1/2 x'Qx s.t. a'x = b, Gx <= h (no grad).
-
-    G = [-I; I - c 1^T] diag(keep) is never formed: G^T W G = K (diag(w1 + w2) - u 1^T - 1 u^T + (c^T u)
-    1 1^T) K with u = w2 * c, K = diag(keep), so one iteration costs O(n^2) plus an (n+1)-dimensional LU.
-    Shapes: q (B, n, n), a, c, keep (B, n), b (B,), h (B, 2n). Returns (x, nu, lam, s, residual, iters).
-    """
-    bsz, n = a.shape
-    p = 2 * n
-    dt = q.dtype
-    kkt = torch.zeros(bsz, n + 1, n + 1, dtype=dt)
-    kkt[:, n, :n] = a
-    kkt[:, :n, n] = a
-    kk = keep.unsqueeze(-1) * keep.unsqueeze(-2)
-
-    def gtwg(w: torch.Tensor) -> torch.Tensor:
-        w1, w2 = w[:, :n], w[:, n:]
-        u = w2 * c
-        m = torch.diag_embed(w1 + w2) - u.unsqueeze(-1) - u.unsqueeze(-2) + (c * u).sum(-1)[:, None, None]
-        return m * kk
-
-    kkt[:, :n, :n] = q + gtwg(torch.ones(bsz, p, dtype=dt))
-    rhs = torch.cat([_g_tmv(h, c, keep), b.unsqueeze(-1)], -1)
-    x = torch.linalg.solve(kkt, rhs)[:, :n]
-    s = h - _g_mv(x, c, keep)
-    s = torch.where(s > 1.0, s, torch.ones_like(s))
-    lam = torch.ones(bsz, p, dtype=dt)
-    nu = torch.zeros(bsz, dtype=dt)
-    res = torch.full((bsz,), math.inf, dtype=dt)
-    it = 0
-    for it in range(1, max_iter + 1):  # noqa: B007
-        rd = (q @ x.unsqueeze(-1)).squeeze(-1) + a * nu.unsqueeze(-1) + _g_tmv(lam, c, keep)
-        rp = (a * x).sum(-1) - b
-        rg = _g_mv(x, c, keep) + s - h
-        mu_gap = (s * lam).sum(-1) / p
-        res = torch.maximum(
-            torch.maximum(rd.abs().amax(-1), rp.abs()), torch.maximum(rg.abs().amax(-1), mu_gap)
-        )
-        done = res <= tol
-        if bool(done.all()):
-            break
-        w = lam / s
-        kkt[:, :n, :n] = q + gtwg(w)
-        lu = torch.linalg.lu_factor(kkt)
-        args = (lu, c, keep, w, s, rd, rp, rg, n)
-        dx, dnu, dlam, ds = _ipm_direction(s * lam, *args)
-        alpha = _ipm_step(s, lam, ds, dlam)
-        mu_aff = ((s + alpha[:, None] * ds) * (lam + alpha[:, None] * dlam)).sum(-1) / p
-        sigma = (mu_aff / mu_gap.clamp(min=1e-300)).clamp(max=1.0) ** 3
-        dx, dnu, dlam, ds = _ipm_direction(s * lam + ds * dlam - (sigma * mu_gap)[:, None], *args)
-        alpha = 0.99 * _ipm_step(s, lam, ds, dlam)
-        alpha = torch.where(done, torch.zeros_like(alpha), alpha)
-        x = x + alpha[:, None] * dx
-        nu = nu + alpha * dnu
-        lam = (lam + alpha[:, None] * dlam).clamp(min=1e-300)
-        s = (s + alpha[:, None] * ds).clamp(min=1e-300)
-    return x, nu, lam, s, res, it
-
-
-def _ipm_direction(
-    rc: torch.Tensor,
-    lu: Any,
-    c: torch.Tensor,
-    keep: torch.Tensor,
-    w: torch.Tensor,
-    s: torch.Tensor,
-    rd: torch.Tensor,
-    rp: torch.Tensor,
-    rg: torch.Tensor,
-    n: int,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Newton direction of the interior point for complementarity right-hand side ``rc``."""
-    r1 = -rd - _g_tmv(w * rg - rc / s, c, keep)
-    sol = torch.linalg.lu_solve(*lu, torch.cat([r1, -rp.unsqueeze(-1)], -1).unsqueeze(-1)).squeeze(-1)
-    dx, dnu = sol[:, :n], sol[:, n]
-    gdx = _g_mv(dx, c, keep)
-    return dx, dnu, w * (gdx + rg) - rc / s, -rg - gdx
-
-
-def _ipm_step(s: torch.Tensor, lam: torch.Tensor, ds: torch.Tensor, dlam: torch.Tensor) -> torch.Tensor:
-    """Largest step in [0, 1] keeping s and lambda non-negative."""
-    ratio_s = torch.where(ds < 0, -s / ds, torch.full_like(s, math.inf)).amin(-1)
-    ratio_l = torch.where(dlam < 0, -lam / dlam, torch.full_like(lam, math.inf)).amin(-1)
-    return torch.clamp(torch.minimum(ratio_s, ratio_l), max=1.0)
-
-
-def _polish(
-    q: torch.Tensor,
-    a: torch.Tensor,
-    b: torch.Tensor,
-    c: torch.Tensor,
-    h: torch.Tensor,
-    lo: torch.Tensor,
-    cap: torch.Tensor,
-    forced: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Equality-constrained KKT system of the identified active set (differentiable by autograd).
-
-    Per asset at most one row is active: ``lo`` (x_i = 0) or ``cap`` (x_i - c_i 1^T x = h_{n+i}); rows of
-    neither kind get multiplier 0. Size 2n + 1. Returns (x, ok): ok checks that the system was regular,
-    primal feasibility of all 2n rows and non-negative active multipliers (``forced`` rows, the pinned
-    assets, are equalities and exempt).
-    """
-    bsz, n = a.shape
-    dt = q.dtype
-    eye = torch.eye(n, dtype=dt).expand(bsz, n, n)
-    g_lo = -eye
-    g_cap = eye - c.unsqueeze(-1) * torch.ones_like(c).unsqueeze(-2)
-    act = (lo | cap).to(dt)
-    gsel = torch.where(lo.unsqueeze(-1), g_lo, torch.where(cap.unsqueeze(-1), g_cap, torch.zeros_like(g_cap)))
-    hsel = torch.where(cap, h[:, n:], torch.zeros_like(c))
-    top = torch.cat([q, a.unsqueeze(-1), gsel.transpose(1, 2)], -1)
-    mid = torch.cat([a.unsqueeze(1), torch.zeros(bsz, 1, 1 + n, dtype=dt)], -1)
-    low = torch.cat([gsel, torch.zeros(bsz, n, 1, dtype=dt), torch.diag_embed(act - 1)], -1)
-    kkt = torch.cat([top, mid, low], 1)
-    rhs = torch.cat([torch.zeros(bsz, n, dtype=dt), b.unsqueeze(-1), hsel], -1)
-    sol, info = torch.linalg.solve_ex(kkt, rhs)
-    x, lam = sol[:, :n], sol[:, n + 1 :]
-    with torch.no_grad():
-        scale = 1 + x.abs().amax(-1)
-        viol = (_g_mv(x, c, torch.ones_like(c)) - h).amax(-1)
-        lam_scale = 1 + lam.abs().amax(-1)
-        bad_sign = torch.where((lo | cap) & ~forced, lam, torch.zeros_like(lam)).amin(-1) < -1e-9 * lam_scale
-        ok = (info == 0) & torch.isfinite(sol).all(-1) & (viol <= 1e-11 * scale) & ~bad_sign
-    return x, ok
-
-
-def _implicit(
-    q: torch.Tensor,
-    a: torch.Tensor,
-    b: torch.Tensor,
-    c: torch.Tensor,
-    h: torch.Tensor,
-    x0: torch.Tensor,
-    nu0: torch.Tensor,
-    lam0: torch.Tensor,
-) -> torch.Tensor:
-    """x0 plus one Newton step on the KKT map with a detached Jacobian: value ~ x0, gradient = implicit."""
-    bsz, n = a.shape
-    p = 2 * n
-    g = _g_dense(c)
-    ones = torch.ones_like(c)
-    rd = (q @ x0.unsqueeze(-1)).squeeze(-1) + a * nu0.unsqueeze(-1) + _g_tmv(lam0, c, ones)
-    rp = (a * x0).sum(-1) - b
-    gx = _g_mv(x0, c, ones) - h
-    f = torch.cat([rd, rp.unsqueeze(-1), lam0 * gx], -1)
-    with torch.no_grad():
-        top = torch.cat([q, a.unsqueeze(-1), g.transpose(1, 2)], -1)
-        mid = torch.cat([a.unsqueeze(1), torch.zeros(bsz, 1, 1 + p, dtype=q.dtype)], -1)
-        low = torch.cat(
-            [lam0.unsqueeze(-1) * g, torch.zeros(bsz, p, 1, dtype=q.dtype), torch.diag_embed(gx)], -1
-        )
-        jac_pinv = torch.linalg.pinv(torch.cat([top, mid, low], 1))
-    delta = (jac_pinv @ f.unsqueeze(-1)).squeeze(-1)
-    return x0 - delta[:, :n]
-
-
-def _solve_qp(
-    q: torch.Tensor,
-    a: torch.Tensor,
-    b: torch.Tensor,
-    c: torch.Tensor,
-    h: torch.Tensor,
-    fixed: torch.Tensor,
-    tol: float,
-    max_iter: int,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-    """IPM (no grad) + active-set polish (grad) + implicit fallback for the layer's QPs.
-
-    Constraints G x <= h with G = [-I; I - c 1^T]: row i is -x_i <= 0, row n + i the cap of asset i.
-    Variables with ``fixed`` (mask exactly 0) are pinned to 0: the IPM sees them decoupled, the polish keeps
-    x_i = 0 as an equality (the pair would be degenerate). Returns (x, polished, residual, iterations).
-    """
-    n = a.shape[-1]
-    with torch.no_grad():
-        keep = (~fixed).to(q.dtype)
-        qi = q.detach() * keep.unsqueeze(-1) * keep.unsqueeze(-2) + torch.diag_embed(fixed.to(q.dtype))
-        both = torch.cat([fixed, fixed], -1)
-        hi = torch.where(both, torch.ones_like(h), h.detach())
-        x0, nu0, lam0, s0, res, iters = _ipm(
-            qi, a.detach() * keep, b.detach(), c.detach(), keep, hi, tol, max_iter
-        )
-        x0 = x0 * keep
-        lam0 = torch.where(both, torch.zeros_like(lam0), lam0)
-        # at most one of the pair (x_i >= 0, cap_i) is active: the one with the larger multiplier
-        lam_lo, lam_cap, s_lo, s_cap = lam0[:, :n], lam0[:, n:], s0[:, :n], s0[:, n:]
-        lo = ((lam_lo > s_lo) & (lam_lo >= lam_cap)) | fixed
-        cap = (lam_cap > s_cap) & (lam_cap > lam_lo) & ~fixed
-    x, ok = _polish(q, a, b, c, h, lo, cap, fixed)
-    if not bool(ok.all()):
-        xi = _implicit(q, a, b, c, torch.where(both, torch.full_like(h, 1e30), h), x0, nu0, lam0)
-        x = torch.where(ok.unsqueeze(-1), x, xi)
-    return x * (~fixed).to(x.dtype), ok, res, iters
 
 
 def _batch(*ts: torch.Tensor) -> tuple[list[torch.Tensor], torch.Size]:
@@ -488,12 +266,12 @@ def min_variance_weights(
     scale = (l2 * l2).sum((-2, -1)) / n
     sig = l2 @ l2.transpose(1, 2) / scale[:, None, None]
     q = 2 * (sig + ridge_rel * torch.eye(n, dtype=dt))
-    h = torch.cat([torch.zeros(bsz, n, dtype=dt), m2], -1)
     ones = torch.ones(bsz, n, dtype=dt)
-    x, _, _, _ = _solve_qp(
-        q, ones, torch.ones(bsz, dtype=dt), torch.zeros_like(m2), h, m2 <= _TINY_MASK, tol, max_iter
-    )
-    return x.reshape(*shape, n).to(mask.dtype)
+    sol = capped_qp(
+        q, ones, torch.ones(bsz, dtype=dt), torch.zeros_like(m2), m2, fixed=m2 <= _TINY_MASK, tol=tol,
+        max_iter=max_iter, isolate_rejected=False,
+    )  # fmt: skip
+    return sol.x.reshape(*shape, n).to(mask.dtype)
 
 
 def _tangent_torch_qp(
@@ -505,9 +283,14 @@ def _tangent_torch_qp(
     scale = (chol * chol).sum((-2, -1)) / n
     sig = chol @ chol.transpose(1, 2) / scale[:, None, None]
     q = 2 * (sig + ridge_rel * torch.eye(n, dtype=dt))
-    h = torch.zeros(bsz, 2 * n, dtype=dt)
-    y, ok, res, iters = _solve_qp(q, mu_s, torch.ones(bsz, dtype=dt), m, h, m <= _TINY_MASK, tol, max_iter)
-    return y / y.sum(-1, keepdim=True), ok, res, iters
+    u = torch.zeros(bsz, n, dtype=dt)
+    # isolate_rejected=False keeps the layer's original mixing of polished and fallback solutions
+    sol = capped_qp(
+        q, mu_s, torch.ones(bsz, dtype=dt), m, u, fixed=m <= _TINY_MASK, tol=tol, max_iter=max_iter,
+        isolate_rejected=False,
+    )  # fmt: skip
+    y = sol.x
+    return y / y.sum(-1, keepdim=True), sol.polished, sol.kkt_residual, sol.n_iter
 
 
 _CVX_CACHE: dict[tuple[int, float], Any] = {}

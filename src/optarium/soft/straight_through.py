@@ -43,6 +43,7 @@ __all__ = [
     "isclose_st",
     "less_equal_st",
     "less_st",
+    "make_st",
     "not_equal_st",
     "relu_st",
     "round_st",
@@ -163,28 +164,32 @@ def grad_replace(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapped
 
 
-def _make_st(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+def make_st(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """The straight-through variant ``name`` of the soft operator ``fn``: :func:`st`, named and documented.
+
+    Every ``*_st`` function of :mod:`optarium.soft` is made this way.
+    """
     wrapped = st(fn)
     wrapped.__name__ = name
     wrapped.__qualname__ = name
     wrapped.__doc__ = (
-        f"Straight-through :func:`optarium.soft.{fn.__name__}`: the exact hard ``{fn.__name__}`` in the "
-        f"forward pass, the gradient of the soft ``{fn.__name__}`` (in the given ``mode``, default "
-        f'"smooth") in the backward pass. Same arguments as ``{fn.__name__}``.'
+        f"Straight-through :func:`optarium.soft.{fn.__name__}`: exactly the hard ``{fn.__name__}`` in the "
+        f"forward pass (hard.detach() + (soft - soft.detach())), the gradient of the soft ``{fn.__name__}`` "
+        f'(given ``mode``, default "smooth") in the backward pass. Same arguments as ``{fn.__name__}``.'
     )
     return wrapped
 
 
-abs_st = _make_st(_ew.abs, "abs_st")
-clamp_st = _make_st(_ew.clamp, "clamp_st")
-heaviside_st = _make_st(_ew.heaviside, "heaviside_st")
-relu_st = _make_st(_ew.relu, "relu_st")
-round_st = _make_st(_ew.round, "round_st")
-sign_st = _make_st(_ew.sign, "sign_st")
-eq_st = _make_st(_lg.eq, "eq_st")
-greater_st = _make_st(_lg.greater, "greater_st")
-greater_equal_st = _make_st(_lg.greater_equal, "greater_equal_st")
-isclose_st = _make_st(_lg.isclose, "isclose_st")
-less_st = _make_st(_lg.less, "less_st")
-less_equal_st = _make_st(_lg.less_equal, "less_equal_st")
-not_equal_st = _make_st(_lg.not_equal, "not_equal_st")
+abs_st = make_st(_ew.abs, "abs_st")
+clamp_st = make_st(_ew.clamp, "clamp_st")
+heaviside_st = make_st(_ew.heaviside, "heaviside_st")
+relu_st = make_st(_ew.relu, "relu_st")
+round_st = make_st(_ew.round, "round_st")
+sign_st = make_st(_ew.sign, "sign_st")
+eq_st = make_st(_lg.eq, "eq_st")
+greater_st = make_st(_lg.greater, "greater_st")
+greater_equal_st = make_st(_lg.greater_equal, "greater_equal_st")
+isclose_st = make_st(_lg.isclose, "isclose_st")
+less_st = make_st(_lg.less, "less_st")
+less_equal_st = make_st(_lg.less_equal, "less_equal_st")
+not_equal_st = make_st(_lg.not_equal, "not_equal_st")

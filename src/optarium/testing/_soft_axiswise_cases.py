@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from optarium.soft._common import SOFT_MODES
-from optarium.testing.soft import BadInput, Golden, SoftOpCase
+from optarium.testing.soft_checks import BadInput, Golden, SoftOpCase
 
 __all__ = ["axiswise_cases"]
 

@@ -1,0 +1,13 @@
+"""Reinforcement learning: policy-optimisation surrogate losses of batched tensors.
+
+The contract (:mod:`optarium.rl.losses`): ``loss_fn(logp, old_logp, advantages, mask) -> (loss,
+diagnostics)``, a 0-d loss to minimise and detached 0-d diagnostics; :class:`SurrogateLoss` is the protocol,
+:func:`check_batch` and :func:`aggregate` the shared input validation and token averaging. The reference loss
+is PPO's clipped surrogate :func:`ppo_clip_loss` (:mod:`optarium.rl.ppo`). Every loss passes
+:mod:`optarium.testing.losses` (float64 gradient check included).
+"""
+
+from optarium.rl.losses import AGGREGATIONS, SurrogateLoss, aggregate, check_batch
+from optarium.rl.ppo import ppo_clip_loss
+
+__all__ = ["AGGREGATIONS", "SurrogateLoss", "aggregate", "check_batch", "ppo_clip_loss"]
