@@ -15,6 +15,25 @@ per-step min / median / max over the blocks and the ratio of medians. Targets (f
 - ReWA: reported against its SGD and AdamW bases (no target)
 
 Ratios are measured, never asserted: the tests do not depend on them.
+
+Measured floors (2026-12-01, the shared 2-core CPU machine, one thread, load average 10-15 from other jobs,
+so absolute times are inflated several-fold and only ratios inside one run mean anything):
+
+- ClipSGD (``--only clipsgd --repeats 9``): clipsgd / sgd 1.62x, clip_grad_norm_ + SGD / sgd 2.34x. The floor
+  of any post-backward global norm is SGD's pass plus one read of the gradients: read_pass / sgd 0.45x,
+  (sgd + read_pass) / sgd 1.38x, and clipsgd / (sgd + read_pass) 1.17x (a second, paired microbenchmark gave
+  clipsgd 1.56x against a floor of 1.53x: ClipSGD's own overhead is 2 %). So 1.2x is out of reach for a
+  post-backward norm on this CPU: one read of 42 MB costs about half of SGD's read-read-write pass here (the
+  model fits in the 300 MB L3, so the read is not 1/3 of the step as a pure bandwidth count would give).
+  ``norm_hooks=True`` moves the read into the backward pass: the step itself is then SGD's single pass
+  (1.0x), and forward + backward + step (batch 16) costs clipsgd_hooks 1.09x SGD's against 1.17x for the
+  post-backward norm.
+- AdamWPower (``--only powfloor --repeats 9 --steps 10``): adamwpower / adamw 2.24x. ``_foreach_pow`` with a
+  scalar exponent alone costs 5.2x a copy of the same tensors (copy = one read + one write, 2.4 GB/s under
+  that load), the eager transform (abs, pow, mul) 8.2x a copy and 0.96x a whole AdamW step; torch.compile's
+  fused loop (inductor, vectorised pow; 187 s to compile) is 6.6x a copy and only 1.25x faster than eager.
+  The transform is compute-bound on pow on the CPU, not memory-bound, so the 1.15x target cannot hold on
+  the CPU even fused; the GPU ratio (where the transform is memory-bound) was not measured: no GPU was lent.
 """
 
 from __future__ import annotations
@@ -188,7 +207,15 @@ def bench_lion(device: str, repeats: int, steps: int) -> dict:
     )
 
 
-def bench_clip_sgd(device: str, repeats: int, steps: int) -> dict:
+def bench_clip_sgd(device: str, repeats: int, steps: int, batch: int = 16) -> dict:
+    """ClipSGD's step against SGD's, with the floor, then forward + backward + step with ``norm_hooks``.
+
+    The floor of a post-backward global norm is SGD's pass plus one read of the gradients; ``read_pass`` times
+    that read alone (``torch.dot(g, g)`` per tensor, the kernel ClipSGD uses on the CPU), and
+    ``sgd+read_pass`` is the floor itself. With ``norm_hooks=True`` that read happens in the backward pass
+    while each gradient is fresh, so the comparison is forward + backward + step (batch ``batch``) against
+    SGD's (``sgd_fbs``, ``clipsgd_fbs``, ``clipsgd_hooks_fbs``).
+    """
     from optarium.optim import ClipSGD
 
     class ClipThenSGD:
@@ -202,16 +229,60 @@ def bench_clip_sgd(device: str, repeats: int, steps: int) -> dict:
             torch.nn.utils.clip_grad_norm_(self.params, 0.5, foreach=True)
             self.opt.step()
 
+    class ReadPass:
+        """One read of the gradients (the squared norms) and nothing else; with ``sgd``: SGD + that read."""
+
+        def __init__(self, model: torch.nn.Module, sgd: bool = False) -> None:
+            self.grads = [p.grad.reshape(-1) for p in model.parameters()]
+            self.opt = torch.optim.SGD(model.parameters(), lr=1e-4, foreach=True) if sgd else None
+
+        def step(self) -> None:
+            [torch.dot(g, g) for g in self.grads] if device == "cpu" else torch._foreach_norm(self.grads)
+            if self.opt is not None:
+                self.opt.step()
+
     makers = {
         "sgd": lambda m: torch.optim.SGD(m.parameters(), lr=1e-4, foreach=True),
         "clipsgd": lambda m: ClipSGD(m.parameters(), lr=1e-4, clip=0.5, foreach=True),
         "clip_grad_norm+sgd": ClipThenSGD,
+        "read_pass": ReadPass,
+        "sgd+read_pass": lambda m: ReadPass(m, sgd=True),
     }
-    return report(
-        "ClipSGD vs SGD (foreach) and clip_grad_norm_ + SGD",
+    out = report(
+        "ClipSGD vs SGD (foreach), clip_grad_norm_ + SGD, and the floor (SGD + one read of the gradients)",
         interleaved(_fixed_grad_steps(makers, device), device, repeats, steps),  # type: ignore[arg-type]
-        [("clipsgd", "sgd", 1.2), ("clip_grad_norm+sgd", "sgd", None)],
+        [
+            ("clipsgd", "sgd", 1.2),
+            ("clip_grad_norm+sgd", "sgd", None),
+            ("read_pass", "sgd", None),
+            ("sgd+read_pass", "sgd", None),
+            ("clipsgd", "sgd+read_pass", None),
+        ],
     )
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(batch, 1024, generator=gen).to(device)
+    fns: dict[str, Step] = {}
+    for name in ("sgd_fbs", "clipsgd_fbs", "clipsgd_hooks_fbs"):
+        model = build_model(device)
+        if name == "sgd_fbs":
+            opt: torch.optim.Optimizer = torch.optim.SGD(model.parameters(), lr=1e-4, foreach=True)
+        else:
+            opt = ClipSGD(model.parameters(), lr=1e-4, clip=0.5, foreach=True, norm_hooks="hooks" in name)
+
+        def fbs(model: torch.nn.Module = model, opt: torch.optim.Optimizer = opt) -> None:
+            opt.zero_grad()
+            model(x).square().mean().backward()
+            opt.step()
+
+        fns[name] = fbs
+    out.update(
+        report(
+            f"forward + backward + step, batch {batch}: SGD, ClipSGD, ClipSGD(norm_hooks=True)",
+            interleaved(fns, device, repeats, steps),
+            [("clipsgd_fbs", "sgd_fbs", None), ("clipsgd_hooks_fbs", "sgd_fbs", None)],
+        )
+    )
+    return out
 
 
 def bench_rewa(device: str, repeats: int, steps: int) -> dict:
@@ -274,12 +345,74 @@ def bench_sam_polyak(
     )
 
 
+def bench_pow_floor(device: str, repeats: int, steps: int) -> dict:
+    """What AdamWPower's transform costs against this machine's memory and against ``torch.compile``.
+
+    On the benchmark model's gradients (10.5M float32 values in 20 tensors): a copy (one read and one write
+    of the gradients: the memory floor of any out-of-place elementwise transform), ``_foreach_pow`` with the
+    scalar exponent ``p - 1`` alone (on ``|g|``, out of place, as the transform allocates), the whole eager
+    transform (:func:`optarium.optim.functional.foreach_sign_power`: abs, pow, mul), the same formula compiled
+    with ``torch.compile`` (one fused loop per tensor, inductor's vectorised pow), and the AdamW / AdamWPower
+    steps for scale.
+    """
+    from optarium.optim import AdamWPower
+    from optarium.optim.functional import foreach_sign_power
+
+    model = build_model(device)
+    grads = [p.grad for p in model.parameters()]
+    buf = [torch.empty_like(g) for g in grads]
+    absg = [g.abs() for g in grads]
+    p = 1.2
+
+    def sign_power_one(g: torch.Tensor) -> torch.Tensor:
+        return g.abs().pow(p - 1.0) * g
+
+    fns: dict[str, Step] = {
+        "copy": lambda: torch._foreach_copy_(buf, grads),
+        "pow_scalar": lambda: torch._foreach_pow(absg, p - 1.0),
+        "sign_power_eager": lambda: foreach_sign_power(grads, p),
+    }
+    try:
+        compiled = torch.compile(sign_power_one, dynamic=False)
+        t0 = time.perf_counter()
+        for g in grads:
+            torch.testing.assert_close(compiled(g), sign_power_one(g), rtol=1e-6, atol=0)
+        print(f"torch.compile: compiled and checked in {time.perf_counter() - t0:.1f} s")
+        fns["sign_power_compiled"] = lambda: [compiled(g) for g in grads]
+    except Exception as exc:  # no C++ compiler, or inductor unavailable: reported, not hidden
+        print(f"torch.compile: unavailable ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})")
+    kw = {"lr": 1e-4, "betas": (0.9, 0.95), "weight_decay": 0.1, "foreach": True}
+    for name, make in {
+        "adamw": lambda m: torch.optim.AdamW(m.parameters(), **kw),
+        "adamwpower": lambda m: AdamWPower(m.parameters(), p=p, **kw),
+    }.items():
+        fns[name] = make(build_model(device)).step
+    ratios: list[tuple[str, str, float | None]] = [
+        ("pow_scalar", "copy", None),
+        ("sign_power_eager", "copy", None),
+        ("adamwpower", "adamw", 1.15),
+        ("sign_power_eager", "adamw", None),
+    ]
+    if "sign_power_compiled" in fns:
+        ratios += [("sign_power_compiled", "copy", None), ("sign_power_eager", "sign_power_compiled", None)]
+    out = report(
+        "AdamWPower's transform against memory (copy) and torch.compile",
+        interleaved(fns, device, repeats, steps),
+        ratios,
+    )
+    gbytes = sum(g.numel() * g.element_size() for g in grads) * 2 / 1e9
+    out["copy_GBps"] = gbytes / (out["copy_median_ms"] / 1e3)
+    print(f"{'copy bandwidth (read + write)':>40}: {out['copy_GBps']:.1f} GB/s")
+    return out
+
+
 BENCHES = {
     "gradpower": bench_gradpower,
     "lion": bench_lion,
     "clipsgd": bench_clip_sgd,
     "rewa": bench_rewa,
     "sam": bench_sam_polyak,
+    "powfloor": bench_pow_floor,
 }
 
 

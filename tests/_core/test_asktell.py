@@ -105,3 +105,38 @@ def test_state_dict_refuses_a_different_number_of_objectives() -> None:
     t = RandomSearch(BOUNDS, n_objectives=2)
     t.load_state_dict(s.state_dict())
     assert torch.equal(t.Y, s.Y)
+
+
+def test_load_state_dict_of_an_empty_or_partial_state_names_state_dict_and_the_key() -> None:
+    """Issue 12: ``load_state_dict({})`` raised ``KeyError: 'bounds'``."""
+    s = RandomSearch(BOUNDS, seed=0)
+    with pytest.raises(ValueError, match=r"^state_dict: missing key\(s\) 'bounds', 'minimize', 'X', 'Y'"):
+        s.load_state_dict({})
+    with pytest.raises(TypeError, match=r"^state_dict: must be a dict"):
+        s.load_state_dict([("bounds", BOUNDS)])
+
+
+def test_a_subclass_key_error_becomes_a_value_error_naming_the_key() -> None:
+    class WithExtra(RandomSearch):
+        def state_dict(self):
+            return {**super().state_dict(), "extra": 1}
+
+        def load_state_dict(self, state):
+            super().load_state_dict(state)
+            self.extra = state["extra"]
+
+    s = WithExtra(BOUNDS, seed=0)
+    state = s.state_dict()
+    del state["extra"]
+    with pytest.raises(ValueError, match=r"^state_dict: missing key 'extra'"):
+        WithExtra(BOUNDS, seed=1).load_state_dict(state)
+
+
+def test_seed_is_the_seeded_generator_and_refuses_both() -> None:
+    a = RandomSearch(BOUNDS, seed=7).ask(3)
+    b = RandomSearch(BOUNDS, generator=torch.Generator().manual_seed(7)).ask(3)
+    assert torch.equal(a, b)
+    with pytest.raises(ValueError, match=r"^seed: give seed or generator, not both"):
+        RandomSearch(BOUNDS, seed=1, generator=torch.Generator())
+    with pytest.raises(TypeError, match=r"^generator:"):
+        RandomSearch(BOUNDS, generator=3)

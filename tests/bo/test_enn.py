@@ -283,3 +283,36 @@ def test_wide_search_matches_brute_force_neighbours() -> None:
     assert torch.equal(idx, ref_idx[:, :10])
     torch.testing.assert_close(d2, ref_d2[:, :10], atol=0, rtol=0)
     assert (d2[:5, 0] == 0).all()
+
+
+@pytest.mark.parametrize(("n", "N", "kk"), [(30, 500, 10), (20, 5000, 11), (15, 4099, 3)])
+def test_lowest_index_selection_breaks_boundary_ties_by_index(n: int, N: int, kk: int) -> None:
+    g = torch.Generator().manual_seed(N + kk)
+    d2 = torch.rand(n, N, generator=g, dtype=DT)
+    d2[:, ::5] = d2[:, :1]  # one value repeated N/5 times per row
+    d2[:3] = torch.rand(1, N, generator=g, dtype=DT).round(decimals=1)  # wholesale ties
+    idx = enn_mod._smallest_lowest_index(d2, kk)
+    # reference: stable sort keeps equal values in index order, so its first kk are the lowest indices
+    ref = torch.sort(d2, dim=-1, stable=True).indices[:, :kk]
+    assert torch.equal(idx.sort(-1).values, ref.sort(-1).values)
+
+
+@pytest.mark.parametrize("d", [2, 5])
+def test_duplicated_training_points_lowest_index_wins_at_the_kth_neighbour(d: int) -> None:
+    # each point stored three times (at i, i + n, i + 2n): the K-th neighbour is a three-way tie whenever
+    # K is not a multiple of 3; the rule keeps the copies with the lower indices, and the order is by
+    # (distance, index)
+    g = torch.Generator().manual_seed(d)
+    base = torch.rand(40, d, generator=g, dtype=DT)
+    x = torch.cat([base, base, base])
+    y = torch.rand(120, generator=g, dtype=DT)
+    q = torch.rand(200, d, generator=g, dtype=DT)
+    for k in (1, 4, 10):
+        idx, _ = ENN(x, y).neighbors(q, k)
+        ref = (q.unsqueeze(1) - x.unsqueeze(0)).square().sum(-1)
+        ref_idx = torch.sort(ref, dim=-1, stable=True).indices[:, :k]
+        assert torch.equal(idx, ref_idx)
+        # with exclude_nearest the copy dropped is the lowest-index one at distance 0
+        idx_loo, _ = ENN(x, y).neighbors(x[:5], k, exclude_nearest=True)
+        full = torch.sort((x[:5].unsqueeze(1) - x.unsqueeze(0)).square().sum(-1), dim=-1, stable=True)
+        assert torch.equal(idx_loo, full.indices[:, 1 : k + 1])

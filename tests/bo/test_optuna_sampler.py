@@ -110,3 +110,45 @@ def test_sigkill_mid_run_then_resume_loses_nothing_and_continues_the_same_run(tm
     reference = optuna.create_study(sampler=turbo_enn_sampler(**SETTINGS))
     reference.optimize(objective, n_trials=total)
     assert [(t.params, t.value) for t in complete] == [(t.params, t.value) for t in reference.trials]
+
+
+def _worker(db: str, n_trials: int, start: str) -> None:
+    """One of two parallel workers on one SQLite study (the same seed: the harder case)."""
+    torch.set_num_threads(1)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(
+        study_name="par",
+        storage=f"sqlite:///{db}",
+        load_if_exists=True,
+        sampler=turbo_enn_sampler(**SETTINGS),
+    )
+    while not os.path.exists(start):
+        time.sleep(0.01)
+
+    def obj(trial) -> float:
+        value = objective(trial)
+        time.sleep(0.02)  # evaluations overlap between the workers
+        return value
+
+    study.optimize(obj, n_trials=n_trials)
+
+
+def test_two_processes_on_one_sqlite_study_propose_distinct_points_and_lose_nothing(tmp_path: Path) -> None:
+    """Issue 12: two workers (40 trials each) on one SQLite file gave 21 duplicate points of 80 before; the
+    sampler now sees the other worker's RUNNING and COMPLETE trials."""
+    db, start = str(tmp_path / "par.db"), str(tmp_path / "start")
+    optuna.create_study(study_name="par", storage=f"sqlite:///{db}")
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_worker, args=(db, 40, start)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    Path(start).touch()
+    for p in procs:
+        p.join(240)
+        assert p.exitcode == 0
+    study = optuna.load_study(study_name="par", storage=f"sqlite:///{db}")
+    trials = study.trials
+    assert len(trials) == 80
+    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in trials)
+    points = [tuple(sorted(t.params.items())) for t in trials]
+    assert len(set(points)) == 80, f"{80 - len(set(points))} duplicate points of 80"

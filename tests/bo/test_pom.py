@@ -10,9 +10,12 @@ import torch
 from optarium.bo.pom import (
     POM,
     QLogEHVI,
+    QSVGDBatch,
     coverage_log_probability,
     coverage_probability,
     joint_posterior_samples,
+    kernel_repulsion_greedy,
+    marginal_pareto_screen,
     non_dominated_samples,
     pom_greedy_batch,
     pom_log_value,
@@ -410,3 +413,112 @@ def test_sobol_gp_hyperparameters_are_the_fit_on_the_seeded_sobol_design() -> No
     assert all(v.shape == (1, 2) for v in ls) and not torch.equal(ls[0], ls[1])  # one fit per objective
     with pytest.raises(ValueError, match=r"^n_points"):
         sobol_gp_hyperparameters(prob, 1)
+
+
+# --------------------------------------------------------------------- baselines added for the full scale
+def test_kernel_repulsion_greedy_limits() -> None:
+    """eta = 0: the top-q utilities in order; large eta: a duplicate of a picked point is never picked while
+    a far one exists; ties go to the lowest index; h is the median heuristic med^2 / log N."""
+    g = torch.Generator().manual_seed(3)
+    c = torch.rand(50, 2, generator=g, dtype=torch.float64)
+    u = torch.randn(50, generator=g, dtype=torch.float64)
+    idx, h = kernel_repulsion_greedy(5, c, u, 0.0)
+    assert idx.tolist() == torch.argsort(u, descending=True)[:5].tolist()
+    d = torch.cdist(c, c)
+    med = d[torch.triu(torch.ones(50, 50, dtype=torch.bool), 1)].median()
+    assert h == pytest.approx(float(med) ** 2 / math.log(50), rel=1e-12)
+    dup = torch.cat([c[:1], c[:1], torch.tensor([[0.9, 0.9]], dtype=torch.float64)])
+    ud = torch.tensor([1.0, 1.0, 0.5], dtype=torch.float64)
+    assert kernel_repulsion_greedy(2, dup, ud, 0.0)[0].tolist() == [0, 1]  # tie: lowest index first
+    assert kernel_repulsion_greedy(2, dup, ud, 10.0)[0].tolist() == [0, 2]  # repelled from the duplicate
+    # the greedy score is the stated one: U(x) - eta * sum_j exp(-|x - x_j|^2 / h) at every step
+    idx, h = kernel_repulsion_greedy(4, c, u, 0.7)
+    for k in range(1, 4):
+        score = u - 0.7 * torch.exp(-torch.cdist(c, c[idx[:k]]).square() / h).sum(1)
+        score[idx[:k]] = -math.inf
+        assert int(score.argmax()) == int(idx[k])
+    with pytest.raises(ValueError, match=r"^q"):
+        kernel_repulsion_greedy(51, c, u, 1.0)
+    with pytest.raises(ValueError, match=r"^utility"):
+        kernel_repulsion_greedy(2, c, u[:3], 1.0)
+
+
+def test_marginal_screen_matches_its_definition() -> None:
+    """The screen keeps the candidates with the highest marginal non-domination frequency (stable order)."""
+    bounds = torch.tensor([[0.0, 0.0], [6.0, 6.0]], dtype=torch.float64)
+    pool = _pool(300)
+    s = POM(bounds, candidate_pool=pool, gp_hyperparameters=_HYPER)
+    s.tell(pool[:10], _omni(pool[:10]))
+    models, yn, cu = s._fit(), s.standardized_Y(), s._unit(pool[10:])
+    keep = marginal_pareto_screen(models, cu, yn, 30, 64, torch.Generator().manual_seed(5))
+    g = torch.Generator().manual_seed(5)
+    seed = int(torch.randint(2**31 - 1, (1,), generator=g))
+    with torch.no_grad():
+        post = [m.posterior(cu.unsqueeze(-2)) for m in models]
+        mean = torch.stack([p.mean.reshape(-1) for p in post], -1)
+        std = torch.stack([p.variance.reshape(-1).sqrt() for p in post], -1)
+    z = torch.randn(64, *mean.shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    draws = torch.cat([yn.expand(64, -1, -1), mean + std * z], 1)
+    freq = non_dominated_samples(draws)[:, 10:].sum(0)
+    assert keep.tolist() == torch.argsort(-freq.double(), stable=True)[:30].tolist()
+    with pytest.raises(ValueError, match=r"^size"):
+        marginal_pareto_screen(models, cu, yn, 0, 64, g)
+
+
+@pytest.mark.parametrize("pending", ["joint", "incremental"])
+def test_qlogehvi_pending_modes_and_screen(pending: str) -> None:
+    """Both pending-point forms (joint qLogEHVI, incremental qLogNEHVI) give q distinct unevaluated pool
+    points, and with a screen only points of the marginal screen (recomputed here from the same generator)."""
+    bounds = torch.tensor([[0.0, 0.0], [6.0, 6.0]], dtype=torch.float64)
+    pool = _pool(300)
+    s = QLogEHVI(
+        bounds,
+        candidate_pool=pool,
+        gp_hyperparameters=_HYPER,
+        num_mc_samples=32,
+        subset_size=1000,
+        pending=pending,
+        screen_size=40,
+        screen_samples=64,
+        generator=torch.Generator().manual_seed(2),
+    )
+    s.tell(pool[:10], _omni(pool[:10]))
+    x = s.ask(4)
+    assert x.shape == (4, 2) and torch.unique(x, dim=0).shape[0] == 4
+    assert (torch.cdist(x, pool[:10]).amin(1) > 0).all()
+    g = torch.Generator().manual_seed(2)
+    keep = marginal_pareto_screen(s._fit(), s._unit(pool[10:]), s.standardized_Y(), 40, 64, g)
+    screened = pool[10:][keep]
+    assert (torch.cdist(x, screened, compute_mode="donot_use_mm_for_euclid_dist").amin(1) == 0).all()
+    with pytest.raises(ValueError, match=r"^pending"):
+        QLogEHVI(bounds, pending="greedy")
+
+
+def test_qsvgd_batch_runs_decays_and_round_trips() -> None:
+    bounds = torch.tensor([[0.0, 0.0], [6.0, 6.0]], dtype=torch.float64)
+    pool = _pool(300)
+    s = QSVGDBatch(
+        bounds,
+        candidate_pool=pool,
+        gp_hyperparameters=_HYPER,
+        num_mc_samples=16,
+        screen_size=60,
+        screen_samples=32,
+        generator=torch.Generator().manual_seed(0),
+    )
+    s.tell(pool[:10], _omni(pool[:10]))
+    etas = []
+    for _ in range(2):
+        x = s.ask(4)
+        assert torch.unique(x, dim=0).shape[0] == 4 and s.last_info["candidates"] == 60
+        etas.append(s.last_info["eta"])
+        s.tell(x, _omni(x))
+    assert etas == pytest.approx([1.0, 0.9], rel=1e-12)
+    state = s.state_dict()
+    t = QSVGDBatch(bounds, candidate_pool=pool, gp_hyperparameters=_HYPER, num_mc_samples=16, screen_size=60)
+    t.load_state_dict(state)
+    assert t.batches == 2 and torch.equal(t.ask(3), s.ask(3))
+    with pytest.raises(ValueError, match=r"^decay"):
+        QSVGDBatch(bounds, decay=1.5)
+    with pytest.raises(ValueError, match=r"^eta0"):
+        QSVGDBatch(bounds, eta0=0.0)

@@ -68,7 +68,9 @@ def test_failing_rank_is_named_and_nothing_is_left(mode: str, pattern: str) -> N
     start = time.monotonic()
     with pytest.raises(DistributedError, match=pattern):
         launch(_testing.fail_at, 2, 3, mode, n_clients=4, timeout_s=10)
-    assert time.monotonic() - start < 12.0  # bounded by the process-group timeout, never a hang
+    # bounded (timeout_s = 10 plus the ranks' start-up, which under heavy load takes tens of seconds), never
+    # a hang; a tighter bound failed on a machine at load 13 while the error itself was right
+    assert time.monotonic() - start < 60.0
     assert multiprocessing.active_children() == []
 
 

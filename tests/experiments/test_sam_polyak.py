@@ -167,3 +167,52 @@ def test_rule_not_reproduced_when_a_polyak_seed_diverges() -> None:
     v = decide(recs, QUICK)
     assert v.figures["det_outcome"] == "not reproduced" and v.outcome == "not reproduced"
     assert v.figures["det_sps_diverged_seeds"] == 1
+
+
+def test_extended_grid_chooses_an_interior_lr_and_keeps_the_median_of_the_first_four() -> None:
+    """The grid reaches 10; the best is chosen on validation accuracy as before; the median condition is
+    over {0.01, 0.03, 0.1, 0.3} only, so diverging large lrs cannot lower it."""
+    from optarium.experiments.sam_polyak import MLP_LRS, MLP_MEDIAN_LRS, _mlp_methods
+
+    assert MLP_LRS[: len(MLP_MEDIAN_LRS)] == MLP_MEDIAN_LRS and max(MLP_LRS) == 10.0
+    jitter = [0.0, 0.004, -0.004, 0.002, -0.002]
+    accs = {"0.01": 0.90, "0.03": 0.94, "0.1": 0.95, "0.3": 0.96, "1": 0.97, "3": 0.50, "10": 0.10}
+    setting = {"samsps": ([0.955 + j for j in jitter], [0.955 + j for j in jitter])}
+    for lr, acc in accs.items():
+        setting[f"const{lr}"] = ([acc + j for j in jitter], [acc + j for j in jitter])
+        setting[f"cos{lr}"] = ([acc + j for j in jitter], [acc + j for j in jitter])
+    config = {"methods": _mlp_methods((0.05,), MLP_LRS)}
+    v = decide(_mlp(setting, 0.05), config)
+    assert v.figures["rho0.05_tuned_const"] == "const1"  # interior: 3 and 10 are worse
+    assert v.figures["rho0.05_median_const_test"] == pytest.approx((0.94 + 0.95) / 2)
+    # SAM-SPS (0.955) beats that median but is 1.5 points below the tuned lr=1 (SE ~ 0.002): not reproduced
+    assert v.figures["rho0.05_outcome"] == "not reproduced"
+
+
+class _Ctx:
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+
+    def log(self, step: int, *, check_finite: bool = True, **m: Any) -> None:
+        if check_finite:
+            assert all(math.isfinite(float(v)) for v in m.values()), m
+        self.records.append({"step": step, **m})
+
+    def evaluating(self) -> Any:
+        import contextlib
+
+        return contextlib.nullcontext()
+
+
+def test_a_diverging_mlp_run_stops_and_is_scored_by_its_broken_model() -> None:
+    from optarium.experiments.sam_polyak import _run_mlp
+
+    config = {**CONFIGS["smoke"], "epochs": 3}
+    ctx = _Ctx()
+    _run_mlp(ctx, 0.05, "const1e6", 0, config)
+    assert any(r.get("diverged") == 1.0 for r in ctx.records)
+    final = [r for r in ctx.records if "test_acc" in r]
+    assert len(final) == 1 and final[0]["test_acc"] <= 0.2 and final[0]["val_acc"] <= 0.2
+    ok = _Ctx()
+    _run_mlp(ok, 0.05, "const0.1", 0, config)
+    assert not any("diverged" in r for r in ok.records) and ok.records[-1]["test_acc"] > 0.5

@@ -167,19 +167,22 @@ def _number_texts(v: float) -> set[str]:
 
 
 def test_transcribed_files_keep_the_registry_text() -> None:
-    """Every verdict the registry text of 8f6b32c held is a file; no word lost, no figure invented."""
+    """Every verdict the registry text of 8f6b32c held is a file until a recorded run replaces it; a
+    transcribed file loses no word of its scale's text and invents no figure."""
     recorded = load_recorded(ROOT / "verdicts")
     transcribed = {k: r for k, r in recorded.items() if r.source == "transcribed"}
     implemented = {m.slug for m in all_methods() if m.status == "implemented"}
-    assert {s for s, _ in transcribed} == implemented  # every implemented method had a recorded verdict
-    assert len(transcribed) == 20  # 11 quick verdicts and 9 full ones (turbo-enn and pom-mobo: quick only)
+    assert {s for s, _ in recorded} >= implemented  # every implemented method has a recorded verdict
+    # 20 were transcribed (11 quick, 9 full); runs recorded with --record replace them one by one
+    assert len(transcribed) <= 20 and all(r.source in ("transcribed", "run") for r in recorded.values())
     for slug in {s for s, _ in transcribed}:
         recs = [transcribed[(slug, s)] for s in ("quick", "full") if (slug, s) in transcribed]
         text = recs[0].transcribed_from["text"]
         assert all(r.transcribed_from["text"] == text for r in recs), slug
         pieces = [r.transcribed_from["scale_text"] for r in recs]
         assert all(p in text for p in pieces), slug
-        assert sum(map(len, pieces)) >= len(text) - 2, f"{slug}: part of the text is in no file"
+        if all((slug, s) in transcribed for s in ("quick", "full")):
+            assert sum(map(len, pieces)) >= len(text) - 2, f"{slug}: part of the text is in no file"
         for r in recs:
             assert r.transcribed_from["commit"] == TRANSCRIBED_COMMIT
             assert r.transcribed_from["path"] == "src/optarium/_core/_methods.py"

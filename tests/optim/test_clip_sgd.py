@@ -298,3 +298,69 @@ def test_cuda_step_matches_cpu() -> None:
             (10 * model(xx).square().mean()).backward()
             opt.step()
     torch.testing.assert_close(_flat(cpu), _flat(gpu).cpu(), rtol=1e-4, atol=1e-5)
+
+
+# 9. norm_hooks: the squared norms come from the backward pass and the iterates are bit for bit the same.
+def _train_f32(norm_hooks: bool, accumulate: int, modify: bool, clip_mode: str = "global") -> torch.Tensor:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(5, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    opt = ClipSGD(model.parameters(), lr=0.1, clip=0.05, clip_mode=clip_mode, norm_hooks=norm_hooks)
+    gen = torch.Generator().manual_seed(1)
+    for _ in range(6):
+        opt.zero_grad()
+        for _ in range(accumulate):
+            x = torch.randn(32, 5, generator=gen)
+            (3 * (model(x) - torch.sin(x[:, :1])).square().mean()).backward()
+        if norm_hooks:
+            assert len(opt._norm_cache) == 4  # every parameter's norm was taken during backward
+        if modify:
+            model[0].weight.grad.mul_(0.5)  # in place (version bump): must be read again in the step
+            model[2].bias.grad = torch.full_like(model[2].bias, 7.0)  # replaced by hand: read again
+        opt.step()
+    return _flat(model)
+
+
+@pytest.mark.parametrize("clip_mode", ["global", "per_tensor"])
+@pytest.mark.parametrize(("accumulate", "modify"), [(1, False), (3, False), (2, True)])
+def test_norm_hooks_give_the_same_iterates_bit_for_bit(accumulate: int, modify: bool, clip_mode: str) -> None:
+    ref = _train_f32(False, accumulate, modify, clip_mode)
+    assert torch.equal(_train_f32(True, accumulate, modify, clip_mode), ref)
+    # the clip was active: the run differs from plain SGD's
+    torch.manual_seed(0)
+    assert not torch.equal(
+        ref, _flat(torch.nn.Sequential(torch.nn.Linear(5, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1)))
+    )
+
+
+def test_norm_hooks_stale_cache_is_not_used() -> None:
+    """A cached norm whose gradient changed in place is recomputed: the step clips by the current norm."""
+    x = torch.zeros(2, dtype=torch.float64, requires_grad=True)
+    opt = ClipSGD([x], lr=1.0, clip=1.0, norm_hooks=True)
+    (x * torch.tensor([3.0, 4.0], dtype=torch.float64)).sum().backward()  # grad (3, 4), norm 5 cached
+    assert float(opt._norm_cache[id(x)][2]) == 25.0
+    x.grad.mul_(0.1)  # norm 0.5 < clip: no clipping
+    opt.step()
+    assert torch.equal(x.detach(), -torch.tensor([3.0, 4.0], dtype=torch.float64) * 0.1)
+    assert opt._norm_cache == {}
+
+
+def test_norm_hooks_survive_deepcopy_pickle_and_state_dict() -> None:
+    import pickle
+
+    model = _mlp()
+    opt = ClipSGD(model.parameters(), lr=0.05, clip=0.1, norm_hooks=True)
+    _train(model, opt, 3)
+    for clone in (copy.deepcopy, lambda o: pickle.loads(pickle.dumps(o))):
+        twin = clone(opt)
+        assert twin.norm_hooks and twin._norm_cache == {}
+        p = twin.param_groups[0]["params"][0]
+        p.sum().backward()
+        assert id(p) in twin._norm_cache and id(p) not in opt._norm_cache  # its own hooks, on its params
+        twin.zero_grad()
+    # load_state_dict keeps one hook per parameter (no duplicates)
+    opt.load_state_dict(opt.state_dict())
+    assert len(opt._hook_handles) == 4
+    for p in model.parameters():
+        assert len(p._post_accumulate_grad_hooks) == 1
+    with pytest.raises(TypeError, match="norm_hooks"):
+        ClipSGD(model.parameters(), norm_hooks=1)  # type: ignore[arg-type]

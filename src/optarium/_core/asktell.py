@@ -6,12 +6,15 @@ evaluated data (float64 by default), tracks the incumbent and serialises itself 
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 
 from optarium._core.pareto import non_dominated
+from optarium._core.seeding import make_generator
 from optarium._core.validation import check_int, check_type
 
 __all__ = ["AskTellStrategy"]
@@ -23,7 +26,10 @@ class AskTellStrategy(ABC):
     Args:
         bounds: tensor of shape ``(2, d)``: lower bounds in row 0, upper bounds in row 1, in the user's units.
         minimize: minimise ``y`` if True, maximise if False (chosen explicitly, no default sign games).
-        generator: the ``torch.Generator`` for all randomness (a seeded CPU generator if omitted).
+        generator: the ``torch.Generator`` for all randomness (a CPU generator seeded with 0 if neither it
+            nor ``seed`` is given).
+        seed: shorthand for ``generator=torch.Generator().manual_seed(seed)``; every strategy takes it the
+            same way (giving both is a ``ValueError`` naming ``seed``).
         dtype: floating dtype of the stored data (float64 by default).
         n_objectives: number of objectives ``m``. With ``m = 1`` (default) ``y`` has shape ``(n,)``; with
             ``m > 1`` it has shape ``(n, m)``, every objective shares the direction ``minimize``, and the
@@ -31,7 +37,31 @@ class AskTellStrategy(ABC):
 
     NaN or infinite objective values raise ``ValueError``; points outside the bounds raise ``ValueError``.
     Points that were never asked may be told (warm starts); they count like any other evaluation.
+    ``load_state_dict`` refuses a non-dict (``TypeError``) or a state missing a key (``ValueError`` naming
+    ``state_dict`` and the key), in the base and in every subclass's own keys.
     """
+
+    _STATE_KEYS: tuple[str, ...] = ("bounds", "minimize", "X", "Y", "generator")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Wrap a subclass's own ``load_state_dict`` so a missing key is a ``ValueError`` naming it."""
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("load_state_dict")
+        if own is not None and not getattr(own, "_checks_keys", False):
+            cls.load_state_dict = _missing_key_as_value_error(own)  # type: ignore[method-assign]
+
+    @staticmethod
+    def resolve_generator(generator: torch.Generator | None, seed: int | None) -> torch.Generator:
+        """The strategy's generator from ``generator=`` or ``seed=`` (one of them; seed 0 if neither)."""
+        if generator is not None and seed is not None:
+            raise ValueError("seed: give seed or generator, not both")
+        if seed is not None:
+            return make_generator(seed)
+        if generator is None:
+            return torch.Generator().manual_seed(0)
+        if not isinstance(generator, torch.Generator):
+            raise TypeError(f"generator: must be a torch.Generator or None, got {type(generator).__name__}")
+        return generator
 
     def __init__(
         self,
@@ -41,7 +71,9 @@ class AskTellStrategy(ABC):
         generator: torch.Generator | None = None,
         dtype: torch.dtype = torch.float64,
         n_objectives: int = 1,
+        seed: int | None = None,
     ) -> None:
+        generator = self.resolve_generator(generator, seed)
         check_type("bounds", bounds, torch.Tensor)
         self.n_objectives = check_int("n_objectives", n_objectives, minimum=1)
         check_type("minimize", minimize, bool)
@@ -55,7 +87,7 @@ class AskTellStrategy(ABC):
         self.bounds = bounds
         self.minimize = minimize
         self.dtype = dtype
-        self.generator = generator if generator is not None else torch.Generator().manual_seed(0)
+        self.generator = generator
         self.X = torch.empty(0, bounds.shape[1], dtype=dtype, device=bounds.device)
         y_shape = (0,) if self.n_objectives == 1 else (0, self.n_objectives)
         self.Y = torch.empty(y_shape, dtype=dtype, device=bounds.device)
@@ -166,20 +198,57 @@ class AskTellStrategy(ABC):
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore from :meth:`state_dict`; the bounds must match."""
+        """Restore from :meth:`state_dict`; the bounds must match.
+
+        ``TypeError`` for a non-dict and ``ValueError`` naming ``state_dict`` and the key for a missing key.
+        """
+        if not isinstance(state, Mapping):
+            raise TypeError(f"state_dict: must be a dict from state_dict(), got {type(state).__name__}")
+        missing = [k for k in self._STATE_KEYS if k not in state]
+        if missing:
+            raise ValueError(
+                f"state_dict: missing key(s) {', '.join(map(repr, missing))}; pass the dict that "
+                f"{type(self).__name__}.state_dict() returned"
+            )
+        if not isinstance(state["bounds"], torch.Tensor):
+            raise TypeError(f"state_dict: 'bounds' must be a tensor, got {type(state['bounds']).__name__}")
         if not torch.equal(state["bounds"].to(self.bounds), self.bounds):
-            raise ValueError("state: bounds differ from this strategy's bounds")
+            raise ValueError("state_dict: 'bounds' differ from this strategy's bounds")
         X, Y = state["X"], state["Y"]
         if int(state.get("n_objectives", 1)) != self.n_objectives:
             raise ValueError(
-                f"state: {state.get('n_objectives', 1)} objectives, this strategy has {self.n_objectives}"
+                f"state_dict: 'n_objectives' is {state.get('n_objectives', 1)} (1 if absent), this strategy "
+                f"has {self.n_objectives}"
             )
         expected = (X.shape[0],) if self.n_objectives == 1 else (X.shape[0], self.n_objectives)
         if X.ndim != 2 or X.shape[1] != self.dim or tuple(Y.shape) != expected:
             raise ValueError(
-                f"state: X {tuple(X.shape)} and Y {tuple(Y.shape)} do not fit dimension {self.dim}"
+                f"state_dict: 'X' {tuple(X.shape)} and 'Y' {tuple(Y.shape)} do not fit dimension {self.dim}"
             )
         self.minimize = bool(state["minimize"])
         self.X = X.to(self.X)
         self.Y = Y.to(self.Y)
         self.generator.set_state(state["generator"])
+
+
+def _missing_key_as_value_error(fn: Any) -> Any:
+    """``fn`` (a ``load_state_dict``) with a ``KeyError`` from a missing key turned into a ``ValueError``."""
+
+    @functools.wraps(fn)
+    def load_state_dict(self: AskTellStrategy, state: Any) -> None:
+        if not isinstance(state, Mapping):
+            raise TypeError(f"state_dict: must be a dict from state_dict(), got {type(state).__name__}")
+        try:
+            fn(self, state)
+        except KeyError as err:
+            key = err.args[0] if err.args else "?"
+            raise ValueError(
+                f"state_dict: missing key {key!r}; pass the dict that {type(self).__name__}.state_dict() "
+                "returned"
+            ) from err
+
+    load_state_dict._checks_keys = True  # type: ignore[attr-defined]
+    return load_state_dict
+
+
+AskTellStrategy.load_state_dict._checks_keys = True  # type: ignore[attr-defined]

@@ -77,7 +77,9 @@ def _as_tensor(x: torch.Tensor | float, like: torch.Tensor | None = None) -> tor
 
 def crps_gaussian(mean: torch.Tensor, sd: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     r"""CRPS of :math:`N(\mu, \sigma^2)` at ``y``:
-    :math:`\sigma[Y(2\Phi(Y) - 1) + 2\varphi(Y) - 1/\sqrt\pi]`."""
+    :math:`\sigma[Y(2\Phi(Y) - 1) + 2\varphi(Y) - 1/\sqrt\pi]`. ``sd`` must be > 0 everywhere."""
+    if not bool((torch.as_tensor(sd) > 0).all()):
+        raise ValueError(f"sd: must be > 0 everywhere, got min {float(torch.as_tensor(sd).min())!r}")
     z = (y - mean) / sd
     return sd * (z * (2 * _Phi(z) - 1) + 2 * _phi(z) - 1 / _SQRTPI)
 

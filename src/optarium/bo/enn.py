@@ -4,7 +4,8 @@ Paper: M. Bafna, S. A. Jadhav, D. Sweet, "Taking the GP Out of the Loop", ICML 2
 (reference code: the authors' package ``ennbo``, repository yubo-research/enn).
 
 Model. Targets are standardised per output column, :math:`y_z = (y - \bar y)/s_y` (population std, 1 if it is
-0). For a query :math:`x` with its :math:`K` nearest training points (Euclidean, ties broken by index), each
+0). For a query :math:`x` with its :math:`K` nearest training points (Euclidean; at a tie for the
+:math:`K`-th place the lowest training index wins, see :meth:`ENN.neighbors`), each
 neighbour is an independent noisy estimate of :math:`f(x)` with variance
 
 .. math:: v_i = \varepsilon + c_{epi}\, \lVert x - x_i\rVert^2 + c_{ale} + \mathrm{yvar}_i / s_y^2 ,
@@ -112,6 +113,31 @@ def _smallest(d2: torch.Tensor, kk: int) -> torch.Tensor:
     if over.numel():
         pick[over] = _topk_smallest(vals[over], kk)
     return cols.gather(1, pick)
+
+
+def _smallest_lowest_index(d2: torch.Tensor, kk: int) -> torch.Tensor:
+    """Column indices ``(n, kk)`` (unordered) of the ``kk`` smallest entries of each row of the non-negative
+    ``d2`` with ties at the ``kk``-th value going to the lowest column index.
+
+    :func:`_smallest` finds ``kk + 1`` entries; a row whose ``kk``-th and ``(kk + 1)``-th smallest values
+    differ has a unique ``kk``-smallest set (the first ``kk`` of those). A row where they are equal (a tie at
+    the boundary, e.g. duplicated training points) is settled by a stable sort of the whole row, which keeps
+    equal values in index order. Ties are rare for continuous inputs, so the cost is one ``kk + 1``
+    selection plus an ``(n, kk + 1)`` sort.
+    """
+    n, N = d2.shape
+    if kk >= N:
+        return torch.arange(N, device=d2.device).expand(n, N)
+    sel = _smallest(d2, kk + 1)
+    vals = d2.gather(1, sel)
+    order = _INT_VIEW.get(vals.dtype)
+    keys = vals if order is None else vals.view(order)
+    srt, pos = keys.sort(-1)
+    out = sel.gather(1, pos[:, :kk])
+    tied = torch.nonzero(srt[:, kk] == srt[:, kk - 1]).squeeze(-1)
+    if tied.numel():
+        out[tied] = torch.sort(d2[tied], dim=-1, stable=True).indices[:, :kk]
+    return out
 
 
 @dataclass(frozen=True)
@@ -289,9 +315,13 @@ class ENN:
         """Indices ``(n, k')`` and squared distances ``(n, k')`` of the nearest training points, sorted by
         distance (ties by index); ``k' = min(k, N)`` (``min(k, N - 1)`` when ``exclude_nearest``).
 
-        Brute force in query chunks; memory O(chunk * N) with chunk * N <= 4M elements; selection by
-        :func:`_smallest`. Distances of the selected neighbours are recomputed by direct differences (exact 0
-        at a training point; differentiable).
+        Brute force in query chunks; memory O(chunk * N) with chunk * N <= 4M elements. The tie rule: the
+        ``k`` (``k + 1`` with ``exclude_nearest``) neighbours are the smallest matrix-product distances, and
+        at a tie for the last place (duplicated training points) the lowest training indices win
+        (:func:`_smallest_lowest_index`). Their distances are then recomputed by direct differences (exact 0
+        at a training point; differentiable) and the neighbours ordered by (that distance, index); with
+        ``exclude_nearest`` the first of that order is dropped, so of several copies at the query the
+        lowest-index one is excluded.
         """
         k = check_int("k", k, minimum=1)
         if exclude_nearest and self.n < 2:
@@ -311,7 +341,7 @@ class ENN:
                     # order like their bit patterns read as int64, and integer topk is faster than float
                     q1 = torch.cat([q, q.new_ones(q.shape[0], 1)], 1)
                     d2 = torch.addmm(qn[s : s + chunk].unsqueeze(-1), q1, self._XT, alpha=-2.0)
-                    idx_parts.append(_smallest(d2.clamp_(min=0.0), kk))
+                    idx_parts.append(_smallest_lowest_index(d2.clamp_(min=0.0), kk))
                 else:
                     idx_parts.append(torch.arange(self.n, device=x.device).expand(q.shape[0], self.n))
         idx = torch.cat(idx_parts) if idx_parts else torch.empty(0, kk, dtype=torch.long, device=x.device)

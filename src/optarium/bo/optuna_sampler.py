@@ -6,24 +6,43 @@
 - *relative sampling*: the search space is the intersection of the completed trials' spaces
   (``IntersectionSearchSpace``, as Optuna's own model-based samplers do); each trial gets the next point of a
   batch of ``batch_size`` points asked from the strategy; a parameter outside that space (the first trial,
-  before any space is known, or a new parameter) is drawn by the *independent* sampler (``RandomSampler``).
+  before any space is known, or a new parameter) is drawn by the *independent* sampler (by default a
+  ``RandomSampler`` seeded per trial from ``(seed, trial number, parameter)``, so workers sharing a storage
+  never draw the same independent values). A parameter fixed by ``low == high`` is left out of the relative
+  space (as Optuna's model-based samplers do) and always takes its one value.
 - supported parameters: continuous ``FloatDistribution`` (linear or ``log=True``, optimised in log space).
   Integer, categorical and stepped float parameters raise ``ValueError`` naming the parameter.
 - single-objective studies only (``ValueError`` otherwise); the study's direction sets ``minimize``.
-- each COMPLETE trial is told to the strategy (in ``after_trial``); failed or pruned trials are not.
+- each COMPLETE trial is told to the strategy (in ``after_trial``, and at every ask the trials completed
+  by other workers of the same storage); failed or pruned trials are not.
+
+Parallel workers (several processes on one storage, or ``n_jobs > 1``). At every ask the sampler reads the
+study: every trial that already holds a point (RUNNING in another worker, COMPLETE, FAIL, ...) is excluded,
+so a proposal equal to one of them is skipped for the next; a new batch is asked from a copy of the strategy
+told the other workers' RUNNING points with a *constant liar* (the worst value observed so far, as Optuna's
+``constant_liar`` does), so the batch moves away from points being evaluated elsewhere. Two workers with
+the same seed therefore share the initial design instead of repeating it. If the strategy keeps proposing
+taken points, the trial falls back to the independent sampler.
+
+Pickling: the sampler pickles (so does a study using it, Optuna's resume recipe); the strategy is not part
+of the pickle and is rebuilt from the study's snapshot at the next ask.
 
 Durability (stop, crash, resume). The study's storage holds every completed evaluation; the sampler adds
 a snapshot of the strategy under the study user attribute ``"optarium:sampler"``, written at every ask:
 the strategy's ``state_dict()`` *without* its data (the trust region, counters, generator state, pending
 design, fitted parameters; serialised with ``torch.save`` and base64), the numbers of the trials it had been
-told (in order, as ranges), the points not yet handed out and the points handed to trials still running. A new
+told (in order, as ranges), the points not yet handed out, the points handed to trials still running and
+the writing process (host, pid). A new
 sampler on the same study (another process after ``kill -9``) rebuilds the strategy's data from those COMPLETE
 trials, loads the snapshot, tells the trials completed after the snapshot, and re-offers the points of trials
 that never completed (they were killed mid-evaluation) before asking for new ones. A sequential study resumed
 this way continues exactly as the uninterrupted one would (same points, same values). Without a snapshot (a
-study run with another sampler) the strategy is warm-started from all completed trials. One sampler process
-per study at a time: concurrent processes would each hold their own strategy and overwrite each other's
-snapshot (threads of one process, ``n_jobs > 1``, share the sampler and are fine).
+study run with another sampler) the strategy is warm-started from all completed trials. Concurrent worker
+processes each hold their own strategy (told every worker's completed trials) and take turns writing the
+snapshot; it names the process that wrote it, and a point handed to a trial that never completed is
+re-offered only when that process is dead (checked on the same host), so a live worker's running point is
+never handed out twice. Between two workers choosing at the same moment, the point is reserved in the
+trial's system attribute ``"optarium:reserved"`` and checked again: the later of the two picks another.
 
 Optuna is imported on the first call, never at import time of :mod:`optarium.bo`.
 """
@@ -31,9 +50,12 @@ Optuna is imported on the first call, never at import time of :mod:`optarium.bo`
 from __future__ import annotations
 
 import base64
+import copy
 import functools
 import io
 import math
+import os
+import socket
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -41,12 +63,15 @@ from typing import Any
 import torch
 
 from optarium._core.asktell import AskTellStrategy
+from optarium._core.seeding import derive_seed
 from optarium._core.validation import check_int
 
-__all__ = ["STATE_KEY", "asktell_sampler", "sampler_class", "turbo_enn_sampler"]
+__all__ = ["RESERVED_KEY", "STATE_KEY", "asktell_sampler", "sampler_class", "turbo_enn_sampler"]
 
 #: The study user attribute holding the sampler's snapshot.
 STATE_KEY = "optarium:sampler"
+#: The trial system attribute holding the point a sampler reserved for it (before Optuna stores the params).
+RESERVED_KEY = "optarium:reserved"
 
 StrategyFactory = Callable[[torch.Tensor, bool], AskTellStrategy]
 
@@ -73,6 +98,45 @@ def _ranges(numbers: Sequence[int]) -> list[list[int]]:
 
 def _expand(ranges: Sequence[Sequence[int]]) -> list[int]:
     return [n for a, b in ranges for n in range(int(a), int(b) + 1)]
+
+
+def _owner() -> dict[str, Any]:
+    return {"host": socket.gethostname(), "pid": os.getpid()}
+
+
+def _owner_dead(owner: Any) -> bool:
+    """Whether the process that wrote a snapshot is known to be gone (same host, no such pid)."""
+    if not isinstance(owner, dict) or owner.get("host") != socket.gethostname():
+        return not isinstance(owner, dict)  # an old snapshot without an owner: treat as dead (resume)
+    pid = int(owner.get("pid", -1))
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OSError):
+        return False
+    return False
+
+
+def _key(values: Sequence[float]) -> tuple[float, ...]:
+    return tuple(float(f"{float(v):.12g}") for v in values)
+
+
+def _turbo_enn_factory(
+    bounds: torch.Tensor, minimize: bool, *, batch_size: int, seed: int, kwargs: dict[str, Any]
+) -> AskTellStrategy:
+    from optarium.bo.turbo_enn import TurboENN
+
+    return TurboENN(bounds, batch_size=batch_size, minimize=minimize, seed=seed, **kwargs)
+
+
+def __getattr__(name: str) -> Any:
+    """``AskTellSampler`` (the class is built on first use, so that Optuna loads lazily; pickle finds it)."""
+    if name == "AskTellSampler":
+        return sampler_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @functools.cache
@@ -105,12 +169,39 @@ def sampler_class() -> type:
         ) -> None:
             if not callable(factory):
                 raise TypeError(f"factory: must be callable (bounds, minimize) -> strategy, got {factory!r}")
+            if seed is not None:
+                seed = check_int("seed", seed, minimum=0)
+            if independent_sampler is not None and not isinstance(independent_sampler, BaseSampler):
+                raise TypeError(
+                    "independent_sampler: must be an optuna BaseSampler or None, got "
+                    f"{type(independent_sampler).__name__}"
+                )
             self._factory = factory
             self._batch_size = check_int("batch_size", batch_size, minimum=1)
-            self._independent = independent_sampler or RandomSampler(seed=seed)
+            self._seed = seed
+            self._user_independent = independent_sampler
+            self._init_runtime()
+
+        def _init_runtime(self) -> None:
             self._intersection = IntersectionSearchSpace()
             self._lock = threading.RLock()
             self._reset()
+
+        def __getstate__(self) -> dict[str, Any]:
+            """The configuration only: the strategy is rebuilt from the study's snapshot at the next ask."""
+            return {
+                "factory": self._factory,
+                "batch_size": self._batch_size,
+                "seed": self._seed,
+                "independent": self._user_independent,
+            }
+
+        def __setstate__(self, state: dict[str, Any]) -> None:
+            self._factory = state["factory"]
+            self._batch_size = state["batch_size"]
+            self._seed = state["seed"]
+            self._user_independent = state["independent"]
+            self._init_runtime()
 
         def _reset(self) -> None:
             self.strategy: AskTellStrategy | None = None
@@ -121,11 +212,13 @@ def sampler_class() -> type:
             self._told_set: set[int] = set()
             self._queue: list[list[float]] = []
             self._handed: dict[int, list[float]] = {}
+            self._zombies: set[int] = set()
             self._study_key: Any = None
 
         # ------------------------------------------------------------ Optuna API
         def reseed_rng(self) -> None:
-            self._independent.reseed_rng()
+            if self._user_independent is not None:
+                self._user_independent.reseed_rng()
 
         def infer_relative_search_space(self, study: Any, trial: Any) -> dict[str, Any]:
             if study._is_multi_objective():
@@ -133,11 +226,21 @@ def sampler_class() -> type:
             space = self._intersection.calculate(study)
             for name, dist in space.items():
                 check_distribution(name, dist)
-            return dict(sorted(space.items()))
+            # a parameter fixed by low == high has nothing to optimise (and would be an empty box)
+            return {n: d for n, d in sorted(space.items()) if not d.single()}
 
         def sample_independent(self, study: Any, trial: Any, param_name: str, param_distribution: Any) -> Any:
             check_distribution(param_name, param_distribution)
-            return self._independent.sample_independent(study, trial, param_name, param_distribution)
+            if param_distribution.single():
+                return param_distribution.low
+            if self._user_independent is not None:
+                return self._user_independent.sample_independent(study, trial, param_name, param_distribution)
+            seed = (
+                None
+                if self._seed is None
+                else derive_seed(self._seed, "independent", trial.number, param_name) % 2**32
+            )
+            return RandomSampler(seed=seed).sample_independent(study, trial, param_name, param_distribution)
 
         def sample_relative(self, study: Any, trial: Any, search_space: dict[str, Any]) -> dict[str, Any]:
             if not search_space:
@@ -145,18 +248,95 @@ def sampler_class() -> type:
             with self._lock:
                 self._sync(study, search_space)
                 assert self.strategy is not None
-                if not self._queue:
-                    self._queue = self.strategy.ask(self._batch_size).tolist()
-                row = self._queue.pop(0)
+                others = [t for t in study.get_trials(deepcopy=False) if t.number != trial.number]
+                complete = [
+                    t for t in others if t.state == TrialState.COMPLETE and t.number not in self._told_set
+                ]
+                if complete:  # completed by another worker since the last ask
+                    self._tell(study, [(t, t.value) for t in complete])
+                taken = self._taken(others)
+                for _ in range(8):
+                    row = self._next_free(others, taken, search_space)
+                    if row is None:  # the strategy keeps proposing taken points: an independent draw instead
+                        self._save(study)
+                        return {}
+                    point = self._decode(row, search_space)
+                    values = [point[n] for n in self._names]
+                    # reserve the point, then look again: of two workers that picked it at the same moment,
+                    # the later writer sees the earlier's reservation and picks another
+                    study._storage.set_trial_system_attr(trial._trial_id, RESERVED_KEY, values)
+                    again = [t for t in study.get_trials(deepcopy=False) if t.number != trial.number]
+                    if _key(values) not in self._taken(again):
+                        break
+                    taken.add(_key(values))
+                else:
+                    self._save(study)
+                    return {}
                 self._handed[trial.number] = row
                 self._save(study)
-                return self._decode(row, search_space)
+                return point
+
+        def _taken(self, trials: Sequence[Any]) -> set[tuple[float, ...]]:
+            """The points held by ``trials`` (their parameters, or a reservation made while sampling)."""
+            out = set()
+            for t in trials:
+                if t.number in self._zombies:
+                    continue
+                row = self._decoded_row(t.params)
+                if row is None:
+                    reserved = t.system_attrs.get(RESERVED_KEY)
+                    row = list(reserved) if isinstance(reserved, list) else None
+                if row is not None and len(row) == len(self._names):
+                    out.add(_key(row))
+            return out
+
+        def _next_free(
+            self, others: Sequence[Any], taken: set[Any], space: dict[str, Any]
+        ) -> list[float] | None:
+            assert self.strategy is not None
+            for _ in range(4):
+                while self._queue:
+                    row = self._queue.pop(0)
+                    decoded = self._decode(row, space)
+                    if _key([decoded[n] for n in self._names]) not in taken:
+                        return row
+                self._queue = self._ask_batch(others)
+            return None
+
+        def _ask_batch(self, others: Sequence[Any]) -> list[list[float]]:
+            """A batch from the strategy, or from a copy told the other workers' RUNNING points as liars."""
+            assert self.strategy is not None
+            running = [
+                row
+                for t in others
+                if t.state == TrialState.RUNNING
+                and t.number not in self._handed
+                and t.number not in self._zombies
+                and (row := self._encode(t.params)) is not None
+            ]
+            if not running or self.strategy.Y.numel() == 0:
+                return self.strategy.ask(self._batch_size).tolist()
+            y = self.strategy.Y
+            lie = float(y.max() if self.strategy.minimize else y.min())
+            liar = copy.deepcopy(self.strategy)
+            dt = liar.dtype
+            liar.tell(torch.tensor(running, dtype=dt), torch.full((len(running),), lie, dtype=dt))
+            batch = liar.ask(self._batch_size).tolist()
+            self.strategy.generator.set_state(liar.generator.get_state())
+            return batch
+
+        def _decoded_row(self, params: dict[str, Any]) -> list[float] | None:
+            if not all(n in params for n in self._names):
+                return None
+            return [float(params[n]) for n in self._names]
 
         def before_trial(self, study: Any, trial: Any) -> None:
-            self._independent.before_trial(study, trial)
+            if self._user_independent is not None:
+                self._user_independent.before_trial(study, trial)
 
         def after_trial(self, study: Any, trial: Any, state: Any, values: Sequence[float] | None) -> None:
-            self._independent.after_trial(study, trial, state, values)
+            if self._user_independent is not None:
+                self._user_independent.after_trial(study, trial, state, values)
             with self._lock:
                 self._handed.pop(trial.number, None)
                 if state != TrialState.COMPLETE or values is None or self.strategy is None:
@@ -243,9 +423,11 @@ def sampler_class() -> type:
             self.strategy.load_state_dict(state)
             self._told = list(told)
             self._told_set = set(told)
-            stale = [
-                row for n, row in sorted((int(k), v) for k, v in snap["handed"].items()) if n not in complete
-            ]
+            stale: list[Any] = []
+            if _owner_dead(snap.get("owner")):  # its unfinished trials were killed: re-offer their points
+                handed = sorted((int(k), v) for k, v in snap["handed"].items())
+                stale = [row for n, row in handed if n not in complete]
+                self._zombies = {n for n, _ in handed if n not in complete}
             self._queue = [list(map(float, r)) for r in stale] + [list(map(float, r)) for r in snap["queue"]]
 
         def _save(self, study: Any) -> None:
@@ -257,6 +439,7 @@ def sampler_class() -> type:
                 STATE_KEY,
                 {
                     "version": 1,
+                    "owner": _owner(),
                     "space": self._signature,
                     "told": _ranges(self._told),
                     "state": _encode_state(state),
@@ -297,9 +480,5 @@ def turbo_enn_sampler(*, batch_size: int = 1, seed: int = 0, **kwargs: Any) -> A
         >>> len(study.trials)
         12
     """
-    from optarium.bo.turbo_enn import TurboENN
-
-    def factory(bounds: torch.Tensor, minimize: bool) -> AskTellStrategy:
-        return TurboENN(bounds, batch_size=batch_size, minimize=minimize, seed=seed, **kwargs)
-
+    factory = functools.partial(_turbo_enn_factory, batch_size=batch_size, seed=seed, kwargs=dict(kwargs))
     return asktell_sampler(factory, batch_size=batch_size, seed=seed)

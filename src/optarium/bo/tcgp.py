@@ -507,6 +507,7 @@ class TcGPEI(AskTellStrategy):
         *,
         minimize: bool = True,
         generator: torch.Generator | None = None,
+        seed: int | None = None,
         dtype: torch.dtype = torch.float64,
         family: str = "scale",
         threshold: float | None = None,
@@ -518,7 +519,7 @@ class TcGPEI(AskTellStrategy):
         fit_maxiter: int = 200,
         noise: float = 1e-6,
     ) -> None:
-        super().__init__(bounds, minimize=minimize, generator=generator, dtype=dtype)
+        super().__init__(bounds, minimize=minimize, generator=generator, seed=seed, dtype=dtype)
         self.model_kwargs = {
             "family": family,
             "threshold": threshold,

@@ -134,6 +134,10 @@ def _ipm(
     lam = torch.ones(bsz, p, dtype=dt, device=q.device)
     nu = torch.zeros(bsz, dtype=dt, device=q.device)
     res = torch.full((bsz,), math.inf, dtype=dt, device=q.device)
+    # An element whose KKT matrix turns exactly singular (e.g. weights w = lam/s of 1e300 on a pinned
+    # coordinate) stops where it is: its residual stays above tol, so the polish and fallback that follow
+    # treat it as unconverged, and the other elements of the batch are not affected.
+    stuck = torch.zeros(bsz, dtype=torch.bool, device=q.device)
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007
         rd = (q @ x.unsqueeze(-1)).squeeze(-1) + a * nu.unsqueeze(-1) + _g_tmv(lam, c, keep)
@@ -144,11 +148,13 @@ def _ipm(
             torch.maximum(rd.abs().amax(-1), rp.abs()), torch.maximum(rg.abs().amax(-1), mu_gap)
         )
         done = res <= tol
-        if bool(done.all()):
+        if bool((done | stuck).all()):
             break
         w = lam / s
         kkt[:, :n, :n] = q + gtwg(w)
-        lu = torch.linalg.lu_factor(kkt)
+        lu_mat, pivots, info = torch.linalg.lu_factor_ex(kkt)
+        stuck = stuck | ((info != 0) & ~done)
+        lu = (lu_mat, pivots)
         args = (lu, c, keep, w, s, rd, rp, rg, n)
         dx, dnu, dlam, ds = _ipm_direction(s * lam, *args)
         alpha = _ipm_step(s, lam, ds, dlam)
@@ -156,11 +162,14 @@ def _ipm(
         sigma = (mu_aff / mu_gap.clamp(min=1e-300)).clamp(max=1.0) ** 3
         dx, dnu, dlam, ds = _ipm_direction(s * lam + ds * dlam - (sigma * mu_gap)[:, None], *args)
         alpha = 0.99 * _ipm_step(s, lam, ds, dlam)
-        alpha = torch.where(done, torch.zeros_like(alpha), alpha)
-        x = x + alpha[:, None] * dx
-        nu = nu + alpha * dnu
-        lam = (lam + alpha[:, None] * dlam).clamp(min=1e-300)
-        s = (s + alpha[:, None] * ds).clamp(min=1e-300)
+        frozen = done | stuck
+        alpha = torch.where(frozen, torch.zeros_like(alpha), alpha)
+        # a singular element's direction may hold inf/NaN: select, never multiply, so 0 * NaN stays out
+        keep_x = frozen[:, None]
+        x = torch.where(keep_x, x, x + alpha[:, None] * dx)
+        nu = torch.where(frozen, nu, nu + alpha * dnu)
+        lam = torch.where(keep_x, lam, (lam + alpha[:, None] * dlam).clamp(min=1e-300))
+        s = torch.where(keep_x, s, (s + alpha[:, None] * ds).clamp(min=1e-300))
     return x, nu, lam, s, res, it
 
 

@@ -67,6 +67,9 @@ class DistributedError(RuntimeError):
 
 def block_range(n_clients: int, world_size: int, rank: int) -> range:
     """The global client indices held by ``rank``: contiguous blocks, the first ``n % ws`` one larger."""
+    n_clients = check_int("n_clients", n_clients, minimum=1)
+    world_size = check_int("world_size", world_size, minimum=1)
+    rank = check_int("rank", rank, minimum=0, maximum=world_size - 1)
     base, extra = divmod(n_clients, world_size)
     start = rank * base + min(rank, extra)
     return range(start, start + base + (1 if rank < extra else 0))

@@ -108,6 +108,9 @@ def adjacency(
 
 def metropolis_weights(A: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
     """Metropolis-Hastings mixing matrix of the undirected graph with adjacency ``A`` (no self loops)."""
+    if not isinstance(A, torch.Tensor) or A.ndim != 2 or A.shape[0] != A.shape[1]:
+        shape = tuple(A.shape) if isinstance(A, torch.Tensor) else type(A).__name__
+        raise ValueError(f"A: must be a square (n, n) adjacency tensor, got {shape}")
     adj = ((A != 0) | (A.T != 0)).clone()
     adj.fill_diagonal_(False)
     deg = adj.sum(1).to(dtype)

@@ -17,7 +17,19 @@ What runs (spec ../shared/papers/sam-polyak.md, "Headline claim"):
 - ``mlp-*`` (full): MLP 64-128-128-10 (ReLU) on sklearn's bundled 8x8 digits (80/20 train/test, 20 % of the
   training part held out for validation), batch 64, 60 epochs, weight decay 5e-4, rho in {0.05, 0.1, 0.2,
   0.4}: SAM-SPS, USAM-SPS (cap 1, l* = 0, the package's defaults), SAM with a constant lr and SAM + cosine
-  annealing with lr in {0.01, 0.03, 0.1, 0.3}; lr chosen per rho on mean validation accuracy.
+  annealing with lr in {0.01, 0.03, 0.1, 0.3, 1, 3, 10}; lr chosen per rho on mean validation accuracy.
+
+Grid extension (2026-12-01, stated before the re-run; issue 11). The first full run tuned both SAM baselines
+on lr in {0.01, 0.03, 0.1, 0.3}, and the best constant lr sat at the top of that grid (at rho 0.2 and 0.4),
+so the tuned baseline may have been under-tuned. The grid of both baselines (constant and cosine, the same
+grid, so both keep the same tuning budget) is extended upward by half-decades to {0.01, 0.03, 0.1, 0.3, 1,
+3, 10}; the rule for choosing the best is unchanged: per rho, the lr with the highest mean validation
+accuracy over the seeds (ties: the first in the grid). A run whose training loss becomes non-finite stops
+there and is scored by its final model like any other (its accuracies are those of the broken model,
+about chance), so a diverging lr is never chosen on the seeds that survived. The condition "SAM-SPS mean
+> median of the constant-lr means" keeps the original four lrs {0.01, 0.03, 0.1, 0.3}
+(:data:`MLP_MEDIAN_LRS`): the added lrs, some of which diverge, would otherwise lower the median and loosen
+the rule. Whether the chosen lr is interior is shown by the figure ``rhoX_tuned_const`` against the grid.
 
 The cost of the sweep is measured: the training seconds (evaluation excluded) and the gradient evaluations of
 every grid run, against those of the single Polyak run, on the same seeds.
@@ -62,7 +74,8 @@ RULE = (
     "infinite). Reproduced if (a) and (b) hold, not reproduced if either fails, inconclusive when a Polyak "
     "unit or fewer than 2 seeds are missing. Full adds the digits MLP rule for every rho: SAM-SPS mean test "
     "accuracy >= tuned constant-lr SAM mean - 2 SE (SE = sqrt(s1^2/n + s2^2/n), lr tuned on mean validation "
-    "accuracy), SAM-SPS mean > median of the four constant-lr means, and SAM-SPS's drop from the smallest to "
+    "accuracy over lr in {0.01, 0.03, 0.1, 0.3, 1, 3, 10}), SAM-SPS mean > median of the constant-lr "
+    "means at lr in {0.01, 0.03, 0.1, 0.3}, and SAM-SPS's drop from the smallest to "
     "the largest rho smaller than tuned cosine's. The sweep's measured cost (seconds, gradient evaluations) "
     "is reported beside the verdict."
 )
@@ -70,7 +83,9 @@ RULE = (
 DET_STEPS = (0.25, 0.5, 1.0, 1.5)
 STO_STEPS = (0.05, 0.1, 0.2, 0.4, 0.8)
 MLP_RHOS = (0.05, 0.1, 0.2, 0.4)
-MLP_LRS = (0.01, 0.03, 0.1, 0.3)
+MLP_LRS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
+#: The constant lrs whose test-accuracy median the SAM-SPS mean must beat (the grid before its extension).
+MLP_MEDIAN_LRS = (0.01, 0.03, 0.1, 0.3)
 
 
 def _fmt(v: float) -> str:
@@ -309,9 +324,14 @@ def _run_mlp(ctx: Any, rho: float, kind: str, seed: int, config: Mapping[str, An
                 loss = sam_step(params, closure, lr, rho, 1.0, wd)
             losses.append(float(loss.detach()))
             step += 1
+            if not math.isfinite(losses[-1]):
+                break
         metrics = {"train_loss": sum(losses) / len(losses)}
         if gammas:
             metrics["gamma_mean"] = sum(gammas) / len(gammas)
+        if not math.isfinite(metrics["train_loss"]):  # stop; the broken model is scored below
+            ctx.log(epoch, check_finite=False, diverged=1.0, **metrics)
+            break
         ctx.log(epoch, **metrics)
     with ctx.evaluating():
         ctx.log(
@@ -463,7 +483,8 @@ def _decide_mlp(records: Sequence[Mapping[str, Any]], methods: Sequence[str], fi
         best = max(const, key=lambda k: const[k][0])
         _, m_c, sd_c, n_c = const[best]
         se = math.sqrt(sd_sps**2 / len(sps) + sd_c**2 / n_c)
-        median_const = statistics.median(v[1] for v in const.values())
+        in_median = [v[1] for m, v in const.items() if float(m.removeprefix(pre + "const")) in MLP_MEDIAN_LRS]
+        median_const = statistics.median(in_median or [v[1] for v in const.values()])
         ok = m_sps >= m_c - 2 * se and m_sps > median_const
         key = f"rho{_fmt(rho)}_"
         figures.update(

@@ -19,6 +19,11 @@ Scales: ``smoke`` (d = 4, N in {50, 100}, 40 evaluations, 2 seeds); ``quick`` (t
 1000}, GP capped at 50 L-BFGS iterations; quality Ackley-10D, q = 10, 600 evaluations, 3 seeds; no GP quality
 runs); ``full`` (timing d = 20, ENN N up to 50,000 and GP N up to 2,000 capped at 50 iterations; quality the
 three 20-D problems, q = 20, 1,500 evaluations, 5 seeds; GP-TuRBO on Ackley-20D, 1,000 evaluations, 3 seeds).
+
+Measurement fix of the full scale (issue 11, before its second run; the rule is unchanged): the rule pairs
+ENN and GP timings at the same N, and the first full run timed ENN at N in {1e3, 3e3, 1e4, 3e4, 5e4} and the
+GP at {250, 500, 1000, 2000}, so the only paired N was 1,000 and "r grows with N" could not hold by
+construction (recorded "not reproduced" with r = 305 at N = 1,000). ENN is now also timed at the GP's N.
 """
 
 from __future__ import annotations
@@ -83,7 +88,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "full": {
         "seeds": 5,
         "timing_dim": 20,
-        "timing_n": [1000, 3000, 10000, 30000, 50000],
+        "timing_n": [250, 500, 1000, 2000, 3000, 10000, 30000, 50000],
         "gp_timing_n": [250, 500, 1000, 2000],
         "enn_repeats": 3,
         "gp_maxiter": 50,
@@ -102,7 +107,7 @@ def _strategy(method: str, bounds: torch.Tensor, q: int, seed: int, gp_maxiter: 
     from optarium.bo.turbo_enn import RandomSearch, TurboENN, TurboGP, TurboZero
 
     if method == "turbo-enn-ucb":
-        return TurboENN(bounds, batch_size=q, acquisition="ucb", seed=seed)
+        return TurboENN(bounds, batch_size=q, acquisition="ucb", fit=True, seed=seed)
     if method == "turbo-enn-pareto":
         return TurboENN(bounds, batch_size=q, acquisition="pareto", seed=seed)
     if method == "turbo-zero":

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import sys
 import time
 import traceback
 import uuid
@@ -239,8 +240,13 @@ def run_experiment(
     world_size: int | None = None,
     on_start: Callable[[str, int], None] | None = None,
     on_unit: UnitCallback | None = None,
+    on_wait: Callable[[Path], None] | None = None,
 ) -> RunOutcome:
     """Run ``slug`` at ``scale`` over its methods x seeds, store the run, and return the outcome.
+
+    The whole run holds the run directory's lock (:meth:`RunDir.lock`): a second, concurrent run of the same
+    code, experiment, scale and configuration into the same ``out`` waits until the first has finished and
+    then reuses its units (it runs only what the first left unfinished), instead of running every unit again.
 
     Args:
         slug: a registered experiment.
@@ -253,6 +259,8 @@ def run_experiment(
             process); a ``ValueError`` for an experiment without distributed methods.
         on_start: called with (slug, number of units still to run).
         on_unit: called with (slug, unit status line) as each unit finishes.
+        on_wait: called with the run directory if another process holds its lock, before waiting (default:
+            one line on stderr saying so).
 
     Raises:
         RunInterrupted: on Ctrl-C, after the finished units were stored.
@@ -263,6 +271,31 @@ def run_experiment(
     config = experiment.config(scale, seeds, world_size)
     fingerprint = code_fingerprint()
     run = RunDir.create(out, slug, scale, run_id(fingerprint, slug, scale, config))
+    with run.lock(on_wait=on_wait if on_wait is not None else _say_waiting):
+        return _run_locked(experiment, run, slug, scale, config, fingerprint, jobs, force, on_start, on_unit)
+
+
+def _say_waiting(path: Path) -> None:
+    print(
+        f"optarium: another run is writing {path}; waiting for it to finish, then reusing its units",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _run_locked(
+    experiment: Any,
+    run: RunDir,
+    slug: str,
+    scale: str,
+    config: Mapping[str, Any],
+    fingerprint: str,
+    jobs: int,
+    force: bool,
+    on_start: Callable[[str, int], None] | None,
+    on_unit: UnitCallback | None,
+) -> RunOutcome:
+    """The body of :func:`run_experiment`, run while holding the run directory's lock."""
     if force:
         run.clear()
     run.write_json("config.json", {"slug": slug, "scale": scale, "config": config, "code": fingerprint})

@@ -69,7 +69,9 @@ def prepare(
     n, m = cost.shape[-2], cost.shape[-1]
     if n < 1 or m < 1:
         raise ValueError(f"cost: needs n >= 1 and m >= 1, got shape {tuple(cost.shape)}")
-    if not bool(torch.isfinite(cost).all()):
+    # A finite sum proves every entry finite in one read; only a non-finite sum (NaN/inf entries, or finite
+    # entries whose sum overflowed) pays for the elementwise check.
+    if not bool(torch.isfinite(cost.detach().sum())) and not bool(torch.isfinite(cost).all()):
         raise ValueError("cost: must be finite")
     tol = check_nonnegative("tol", tol)
     max_iter = check_int("max_iter", max_iter, minimum=1)

@@ -11,12 +11,29 @@ Index-valued functions return distributions over indices in an extra trailing di
 :mod:`optarium.soft.axiswise`); the ``ot`` method solves its transport with the public :mod:`optarium.ot`,
 and the sparse tangent portfolio's QP layer is the public :mod:`optarium.convex`.
 
+NaN policy (one for the whole family): every function validates its floating tensor inputs and raises
+``ValueError("x: contains NaN ...")`` (the message starts with the argument's name: ``x``, ``y``,
+``soft_index``, ``logits``, ...) when one holds a NaN, in every mode (``"hard"`` included), every method
+and every ``*_st`` variant, because a sort, rank, comparison or relaxation of NaN is undefined (torch would
+sort NaN last; the soft methods would return NaN everywhere without a word). The check costs one reduction
+and one host read per input; ``with optarium.soft.nan_policy("propagate"):`` (or
+:func:`set_nan_policy`) skips it, e.g. inside ``torch.compile``d code, and then NaN propagates as the
+arithmetic gives. The policy is held in a context variable (per thread and per asyncio task).
+
 Reference: A. Paulus, A. R. Geist, V. Musil, S. Hoffmann, O. Beker, G. Martius, "SoftTorch" (ICML 2026,
 arXiv:2603.08824).
 """
 
 from optarium.soft import random
-from optarium.soft._common import MODES, SoftBool, SoftIndex
+from optarium.soft._common import (
+    MODES,
+    NAN_POLICIES,
+    SoftBool,
+    SoftIndex,
+    get_nan_policy,
+    nan_policy,
+    set_nan_policy,
+)
 from optarium.soft.axiswise import (
     AX_METHODS,
     INTERPOLATIONS,
@@ -88,6 +105,7 @@ __all__ = [
     "AX_METHODS",
     "INTERPOLATIONS",
     "MODES",
+    "NAN_POLICIES",
     "VAL_METHODS",
     "SoftBool",
     "SoftIndex",
@@ -111,6 +129,7 @@ __all__ = [
     "clamp_st",
     "eq",
     "eq_st",
+    "get_nan_policy",
     "grad_replace",
     "greater",
     "greater_equal",
@@ -135,6 +154,7 @@ __all__ = [
     "median_st",
     "min",
     "min_st",
+    "nan_policy",
     "narrow",
     "not_equal",
     "not_equal_st",
@@ -147,6 +167,7 @@ __all__ = [
     "relu_st",
     "round",
     "round_st",
+    "set_nan_policy",
     "sigmoidal",
     "sign",
     "sign_st",

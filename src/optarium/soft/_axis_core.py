@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from optarium.soft import elementwise as _ew
-from optarium.soft._common import MODES, canonical_dim, check_mode, check_softness
+from optarium.soft._common import MODES, _unchecked, canonical_dim, check_mode, check_nan, check_softness
 from optarium.soft._common import standardize as _standardize
 from optarium.soft._common import unstandardize as _unstandardize
 from optarium.soft._simplex import safe_log, simplex_projection
@@ -49,7 +49,7 @@ def _check_x(x: Any) -> torch.Tensor:
         raise TypeError(f"x: must be a torch.Tensor, got {type(x).__name__}")
     if x.is_complex():
         raise TypeError(f"x: must be real, got dtype {x.dtype}")
-    return x
+    return check_nan("x", x)
 
 
 def _check_common(
@@ -153,7 +153,8 @@ def _project(z: torch.Tensor, softness: Any, mode: str, want_log: bool) -> _Rows
 
 def _abs_sum(xl: torch.Tensor, softness: Any, mode: str) -> torch.Tensor:
     """sum_k |x_j - x_k|~ for every j (soft abs of the same mode), shape (..., n)."""
-    return _ew.abs(xl.unsqueeze(-1) - xl.unsqueeze(-2), softness, mode).sum(dim=-1)
+    with _unchecked():
+        return _ew.abs(xl.unsqueeze(-1) - xl.unsqueeze(-2), softness, mode).sum(dim=-1)
 
 
 def _neuralsort_rows(xl: torch.Tensor, pos: torch.Tensor, softness: Any, mode: str, want_log: bool) -> _Rows:

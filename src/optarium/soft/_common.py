@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import torch
 
 __all__ = [
     "MODES",
+    "NAN_POLICIES",
     "SOFT_MODES",
     "MaxResult",
     "MedianResult",
@@ -37,8 +40,12 @@ __all__ = [
     "TopKResult",
     "canonical_dim",
     "check_mode",
+    "check_nan",
     "check_softness",
     "ensure_float",
+    "get_nan_policy",
+    "nan_policy",
+    "set_nan_policy",
     "standardize",
     "unstandardize",
 ]
@@ -60,6 +67,66 @@ MaxResult = torch.return_types.max
 MinResult = torch.return_types.min
 MedianResult = torch.return_types.median
 TopKResult = torch.return_types.topk
+
+
+#: The NaN policies: ``"raise"`` (default) validates every floating input and raises
+#: ``ValueError("<arg>: contains NaN ...")``; ``"propagate"`` skips the check (no device sync, no graph
+#: break) and returns whatever the arithmetic gives.
+NAN_POLICIES: tuple[str, ...] = ("raise", "propagate")
+_NAN_POLICY: ContextVar[str] = ContextVar("optarium_soft_nan_policy", default="raise")
+
+
+def _check_policy(policy: Any) -> str:
+    if not isinstance(policy, str) or policy not in NAN_POLICIES:
+        raise ValueError(f"policy: must be one of {', '.join(map(repr, NAN_POLICIES))}, got {policy!r}")
+    return policy
+
+
+def get_nan_policy() -> str:
+    """The NaN policy in force (``"raise"`` unless changed by :func:`set_nan_policy` / :func:`nan_policy`)."""
+    return _NAN_POLICY.get()
+
+
+def set_nan_policy(policy: str) -> str:
+    """Set the NaN policy of every soft operator (in this thread / context); returns the previous one."""
+    old = _NAN_POLICY.get()
+    _NAN_POLICY.set(_check_policy(policy))
+    return old
+
+
+@contextmanager
+def nan_policy(policy: str) -> Iterator[None]:
+    """Context manager: the NaN policy ``policy`` inside the block, the previous one after it."""
+    token = _NAN_POLICY.set(_check_policy(policy))
+    try:
+        yield
+    finally:
+        _NAN_POLICY.reset(token)
+
+
+def _unchecked() -> Any:
+    """Context for an operator's internal calls on values derived from already-checked inputs."""
+    return nan_policy("propagate")
+
+
+def check_nan(name: str, t: Any) -> Any:
+    """``t`` unchanged; under the ``"raise"`` policy ``ValueError`` starting with ``name`` if it holds a NaN.
+
+    Checks floating and complex tensors (one ``isnan().any()`` reduction and one host read) and Python
+    floats; other values pass through (their own checks name them).
+    """
+    if _NAN_POLICY.get() != "raise":
+        return t
+    if isinstance(t, torch.Tensor):
+        if (t.is_floating_point() or t.is_complex()) and t.numel() and bool(torch.isnan(t).any()):
+            n_bad = int(torch.isnan(t).sum())
+            raise ValueError(
+                f"{name}: contains NaN ({n_bad} of {t.numel()} entries); a soft operator cannot order, "
+                "compare or relax NaN (use optarium.soft.nan_policy('propagate') to skip this check)"
+            )
+    elif isinstance(t, float) and math.isnan(t):
+        raise ValueError(f"{name}: contains NaN (got the float nan)")
+    return t
 
 
 def check_softness(name: str, s: Any) -> Any:

@@ -44,7 +44,7 @@ Likewise the ranks may leave [1, n] (e.g. [1.73, 4.98, 0.02, 3.27] at s = 1). We
 SoftJAX's. For the hard-sort limit, shrink s well below the gaps of x *and* keep |x| of order one.
 
 Deviations from SoftJAX (documented): the dual is minimised by a batched Newton method (Hessian
-L diag(exp(-alpha)) L + diag(exp(-beta)), pentadiagonal, solved by preconditioned CG) with Armijo backtracking
+L diag(exp(-alpha)) L + diag(exp(-beta)), pentadiagonal, solved by a banded LDL^T) with Armijo backtracking
 instead of L-BFGS. It stops on ||grad g||_inf <= tol * max(1, |b|_inf, |b_n|) (the gradient is in the units of
 x, so an absolute tolerance is unreachable in float64 for |x| >~ 1e6), caps each step at |step|_inf <= 20
 (beta is a log-gap; the raw first step is of the order of |x|, 1e30 for |x| ~ 1e30, which made every trial
@@ -59,8 +59,21 @@ n (n + 1) / 2): off by 7.7e-5 for |x| ~ 1e6, s = 0.01; ranks of [0, 0.05, 1e15, 
 and of [0, 0.05, 1e30, -3] to 6.14 instead of 10. Ours meet it to rounding and equal the saturated ranks
 [2.7402, 2.2598, 0.9891, 4.0109] of the large-gap row above (z gaps >> s). Gradients with respect to z and w
 are exact implicit gradients (one differentiable Newton correction at the solution with the inverse Hessian
-applied by CG in both passes; the bounds b are differentiated by autograd). The elementary-symmetric bounds
-are computed in log space by a product tree (O(log n) vectorised levels, O(n^2) work), not a length-n scan.
+applied by the banded solve in both passes; the bounds b are differentiated by autograd). The
+elementary-symmetric bounds are computed in log space by a product tree (O(log n) vectorised levels, O(n^2)
+work), not a length-n scan.
+
+Cost, and where it stands. Each Newton iteration solves one system with the pentadiagonal Hessian; that solve
+is a banded LDL^T factorisation (O(n) batched steps, exact to rounding, plus iterative refinement) instead of
+the Jacobi-preconditioned CG that needed up to 4 n + 50 iterations: at batch 64, float32, one CPU thread,
+sort is 4.1x faster in the forward pass and 3.5x with the backward at n = 64, 3.3x / 3.7x at n = 256, with
+the same outputs and gradients (bit for bit in float32; both versions timed in one process, interleaved).
+It remains the slowest method: at n = 256 (same setting, one run, medians of 3 interleaved repeats on a
+loaded 2-core machine) its forward pass costs 23x softsort's, 14x with the backward (neuralsort 1.6x / 2.0x,
+sorting_network 2.3x / 1.2x, fast_soft_sort 0.9x / 0.2x, ot 9.5x / 8.5x). What is left is inherent to the
+definition: the bounds need all n elementary symmetric polynomials of exp(w / tau) (O(n^2) work per row), and
+the dual is a nonlinear problem over n - 1 variables (about 8 Newton iterations, each a sequential O(n)
+banded solve whose batched steps are dispatch-bound at batch 64); the other methods are one closed-form pass.
 """
 
 from __future__ import annotations
@@ -145,35 +158,78 @@ def _grad(beta, alpha, b, b_n):
     return gr
 
 
-def _hess_solve(alpha, beta, rhs, rtol, max_iter):
-    """Solve (L diag(e^-alpha) L + diag(e^-beta)) x = rhs by Jacobi-preconditioned CG (batched)."""
+def _hess_factor(alpha, beta):
+    """LDL^T factors of the pentadiagonal Hessian H = L diag(e^-alpha) L + diag(e^-beta), batched over rows.
+
+    H_ii = 4 a_i + a_(i-1) + a_(i+1) + e_i, H_i,i+1 = -2 (a_i + a_(i+1)), H_i,i+2 = a_(i+1) (a = e^-alpha,
+    e = e^-beta, zero outside 1..m). H is symmetric positive definite, so the factorisation needs no pivoting;
+    returns (D, l1, l2) as lists over the m positions of (B,) tensors (unit lower factor with sub-diagonals
+    l1, l2). O(m) batched steps, exact to rounding (a CG solve needed up to 4 m + 50 iterations).
+    """
     ea = torch.exp(-alpha)
     eb = torch.exp(-beta)
+    m = ea.shape[-1]
     eap = torch.nn.functional.pad(ea, (1, 1))
-    diag = 4 * ea + eap[..., :-2] + eap[..., 2:] + eb
+    d0 = (4 * ea + eap[..., :-2] + eap[..., 2:] + eb).T.unbind(0)
+    d1 = (-2 * (ea[..., :-1] + ea[..., 1:])).T.unbind(0)
+    d2 = ea[..., 1:-1].T.unbind(0)
+    D: list[torch.Tensor] = []
+    l1: list[torch.Tensor] = []
+    l2: list[torch.Tensor] = []
+    for i in range(m):
+        di = d0[i]
+        if i >= 1:
+            di = di - l1[i - 1].square() * D[i - 1]
+        if i >= 2:
+            di = di - l2[i - 2].square() * D[i - 2]
+        D.append(di)
+        if i <= m - 2:
+            t = d1[i] if i == 0 else d1[i] - l2[i - 1] * D[i - 1] * l1[i - 1]
+            l1.append(t / di)
+        if i <= m - 3:
+            l2.append(d2[i] / di)
+    return D, l1, l2
+
+
+def _factor_solve(factors, rhs):
+    """Solve H x = rhs (B, m) with the factors of :func:`_hess_factor`."""
+    D, l1, l2 = factors
+    m = len(D)
+    r = rhs.T.unbind(0)
+    y: list[torch.Tensor] = []
+    for i in range(m):
+        yi = r[i]
+        if i >= 1:
+            yi = torch.addcmul(yi, l1[i - 1], y[i - 1], value=-1)
+        if i >= 2:
+            yi = torch.addcmul(yi, l2[i - 2], y[i - 2], value=-1)
+        y.append(yi)
+    x: list[torch.Tensor] = [y[m - 1] / D[m - 1]] * m
+    for i in range(m - 2, -1, -1):
+        xi = torch.addcmul(y[i] / D[i], l1[i], x[i + 1], value=-1)
+        if i <= m - 3:
+            xi = torch.addcmul(xi, l2[i], x[i + 2], value=-1)
+        x[i] = xi
+    return torch.stack(x, dim=-1)
+
+
+def _hess_solve(alpha, beta, rhs, rtol, max_iter):
+    """Solve (L diag(e^-alpha) L + diag(e^-beta)) x = rhs (batched): a banded LDL^T solve, then iterative
+    refinement while the relative residual exceeds ``rtol`` (at most ``max_iter`` corrections)."""
+    ea = torch.exp(-alpha)
+    eb = torch.exp(-beta)
 
     def mv(v):
         return _L(ea * _L(v)) + eb * v
 
-    x = torch.zeros_like(rhs)
-    r = rhs.clone()
-    z = r / diag
-    p = z.clone()
-    rz = (r * z).sum(-1, keepdim=True)
+    factors = _hess_factor(alpha, beta)
+    x = _factor_solve(factors, rhs)
     bn = rhs.norm(dim=-1, keepdim=True).clamp_min(1e-300)
     for _ in range(max_iter):
-        if float((r.norm(dim=-1, keepdim=True) / bn).amax()) <= rtol:
+        res = rhs - mv(x)
+        if not float((res.norm(dim=-1, keepdim=True) / bn).amax()) > rtol:
             break
-        Ap = mv(p)
-        pAp = (p * Ap).sum(-1, keepdim=True)
-        st = torch.where(pAp > 0, rz / torch.where(pAp > 0, pAp, 1.0), torch.zeros_like(pAp))
-        x = x + st * p
-        r = r - st * Ap
-        z = r / diag
-        rzn = (r * z).sum(-1, keepdim=True)
-        bt = torch.where(rz > 0, rzn / torch.where(rz > 0, rz, 1.0), torch.zeros_like(rz))
-        p = z + bt * p
-        rz = rzn
+        x = x + _factor_solve(factors, res)
     return x
 
 
@@ -204,7 +260,6 @@ def _newton(dzeta, zeta_last, b, b_n, tol, max_iter):
     """
     beta = torch.zeros_like(b)
     alpha, _, g = _dual_parts(beta, dzeta, zeta_last, b, b_n)
-    m = beta.shape[-1]
     scale = torch.maximum(b.abs().amax(-1), b_n.abs()).clamp_min(1.0)
     err = float("inf")
     for _ in range(max_iter):
@@ -215,7 +270,7 @@ def _newton(dzeta, zeta_last, b, b_n, tol, max_iter):
             raise FloatingPointError("smooth_sort: the dual solver produced non-finite values")
         if err <= tol:
             break
-        step = -_hess_solve(alpha, beta, gr, 1e-10, 4 * m + 50)
+        step = -_hess_solve(alpha, beta, gr, 1e-10, 2)
         step = step * (_MAX_STEP / step.abs().amax(-1, keepdim=True).clamp_min(_MAX_STEP))
         slope = (gr * step).sum(-1)
         t = torch.ones_like(g)
@@ -281,7 +336,7 @@ def smooth_sort_projection(
         # One differentiable Newton correction at the solution: value unchanged, gradient = implicit gradient.
         a_d, _, _ = _dual_parts(beta, dzeta, zeta_last, b, b_n)
         gr = _grad(beta, a_d, b, b_n)
-        beta = beta - _HessSolve.apply(gr, alpha, beta, 1e-12, 4 * (n - 1) + 50)
+        beta = beta - _HessSolve.apply(gr, alpha, beta, 1e-12, 3)
     d = torch.exp(-beta)  # gaps, (B, n-1)
     tails = torch.flip(torch.cumsum(torch.flip(d, [-1]), -1), [-1])  # sum_{j >= i} d_j, i = 1..n-1
     t = torch.nn.functional.pad(tails, (0, 1))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import torch
 
+from optarium.soft._common import _unchecked
 from optarium.soft.elementwise import sigmoidal
 
 __all__ = ["bitonic_stages", "sorting_network"]
@@ -78,7 +79,8 @@ def sorting_network(
         perm = eye.expand(*x.shape[:-1], n_padded, n_padded)
     for partner, gets_min in bitonic_stages(n_padded, x.device):
         xp = x[..., partner]
-        sig = sigmoidal(x - xp, softness, mode)
+        with _unchecked():
+            sig = sigmoidal(x - xp, softness, mode)
         lo = sig * xp + (1.0 - sig) * x
         hi = sig * x + (1.0 - sig) * xp
         x = torch.where(gets_min, lo, hi)

@@ -36,7 +36,15 @@ from typing import Any
 import torch
 
 from optarium._core.validation import check_int
-from optarium.soft._common import MODES, SoftBool, check_mode, check_softness, ensure_float
+from optarium.soft._common import (
+    MODES,
+    SoftBool,
+    _unchecked,
+    check_mode,
+    check_nan,
+    check_softness,
+    ensure_float,
+)
 
 __all__ = ["abs", "clamp", "heaviside", "relu", "round", "sigmoidal", "sign", "softrelu"]
 
@@ -90,7 +98,7 @@ def sigmoidal(x: torch.Tensor, softness: Any = 0.1, mode: str = "smooth") -> Sof
     |x| <= 5s), ``_c1_pnorm``/``_c2_pnorm`` (p-norm argmax closed forms) and ``hard`` (heaviside(x, 0.5)).
     sigma(0) = 1/2 in every mode.
     """
-    x = ensure_float(x)
+    x = check_nan("x", ensure_float(x))
     softness = check_softness("softness", softness)
     check_mode(mode, SIGMOIDAL_MODES)
     if mode == "hard":
@@ -107,13 +115,14 @@ def softrelu(x: torch.Tensor, softness: Any = 0.1, mode: str = "smooth", gated: 
     Non-gated: smooth s*softplus(x/s); c0/c1/c2 the antiderivatives of the smoothsteps (one smoothness class
     above sigma), exactly 0 for x < -5s and x for x > 5s. ``mode="hard"`` gives ``torch.relu``.
     """
-    x = ensure_float(x)
+    x = check_nan("x", ensure_float(x))
     softness = check_softness("softness", softness)
     check_mode(mode, SIGMOIDAL_MODES)
     if mode == "hard":
         return torch.relu(x)
     if gated:
-        return x * sigmoidal(x, softness, mode)
+        with _unchecked():
+            return x * sigmoidal(x, softness, mode)
     t = x / softness
     if mode == "smooth":
         # log(1 + e^t) without F.softplus's switch to the identity above t = 20 (exact relu(x) - relu(-x) = x)
@@ -140,7 +149,7 @@ def heaviside(x: torch.Tensor, softness: Any = 0.1, mode: str = "smooth") -> Sof
 
 def _hard(op: Any, x: torch.Tensor, softness: Any) -> torch.Tensor:
     check_softness("softness", softness)
-    return op(ensure_float(x))
+    return op(check_nan("x", ensure_float(x)))
 
 
 def sign(x: torch.Tensor, softness: Any = 0.1, mode: str = "smooth") -> torch.Tensor:
@@ -156,8 +165,9 @@ def abs(x: torch.Tensor, softness: Any = 0.1, mode: str = "smooth") -> torch.Ten
     check_mode(mode, MODES)
     if mode == "hard":
         return _hard(torch.abs, x, softness)
-    x = ensure_float(x)
-    return x * sign(x, softness, mode)
+    x = check_nan("x", ensure_float(x))
+    with _unchecked():
+        return x * sign(x, softness, mode)
 
 
 def relu(x: torch.Tensor, softness: Any = 0.1, mode: str = "smooth", gated: bool = False) -> torch.Tensor:
@@ -183,16 +193,19 @@ def clamp(
     softness = check_softness("softness", softness)
     if a is None and b is None:
         raise ValueError("a: at least one of a and b must not be None")
-    x = ensure_float(x)
+    x = check_nan("x", ensure_float(x))
+    check_nan("a", a)
+    check_nan("b", b)
     if mode == "hard":
         a_t = None if a is None else torch.as_tensor(a, dtype=x.dtype, device=x.device)
         b_t = None if b is None else torch.as_tensor(b, dtype=x.dtype, device=x.device)
         return torch.clamp(x, a_t, b_t)
-    if a is None:
-        return x - softrelu(x - b, softness, mode, gated)
-    if b is None:
-        return a + softrelu(x - a, softness, mode, gated)
-    return a + softrelu(x - a, softness, mode, gated) - softrelu(x - b, softness, mode, gated)
+    with _unchecked():
+        if a is None:
+            return x - softrelu(x - b, softness, mode, gated)
+        if b is None:
+            return a + softrelu(x - a, softness, mode, gated)
+        return a + softrelu(x - a, softness, mode, gated) - softrelu(x - b, softness, mode, gated)
 
 
 def round(
@@ -206,11 +219,12 @@ def round(
     check_mode(mode, MODES)
     softness = check_softness("softness", softness)
     r = check_int("neighbor_radius", neighbor_radius, minimum=0)
-    x = ensure_float(x)
+    x = check_nan("x", ensure_float(x))
     if mode == "hard":
         return torch.round(x)
     offsets = torch.arange(-r, r + 1, dtype=x.dtype, device=x.device)
     m = torch.floor(x).detach().unsqueeze(-1) + offsets
     xe = x.unsqueeze(-1)
-    w = sigmoidal(xe - m + 0.5, softness, mode) - sigmoidal(xe - m - 0.5, softness, mode)
+    with _unchecked():
+        w = sigmoidal(xe - m + 0.5, softness, mode) - sigmoidal(xe - m - 0.5, softness, mode)
     return (m * w).sum(-1)

@@ -27,9 +27,30 @@ from typing import Any
 
 import torch
 
-from optarium.soft._common import MODES, SoftBool, canonical_dim, check_mode, check_softness, ensure_float
-from optarium.soft.elementwise import abs as soft_abs
-from optarium.soft.elementwise import sigmoidal
+from optarium.soft import elementwise as _ew
+from optarium.soft._common import (
+    MODES,
+    SoftBool,
+    _unchecked,
+    canonical_dim,
+    check_mode,
+    check_nan,
+    check_softness,
+    ensure_float,
+)
+
+
+def _sig(x: torch.Tensor, softness: Any, mode: str) -> torch.Tensor:
+    """The elementwise sigmoidal on a value derived from already NaN-checked inputs (no second check)."""
+    with _unchecked():
+        return _ew.sigmoidal(x, softness, mode)
+
+
+def _sabs(x: torch.Tensor, softness: Any, mode: str) -> torch.Tensor:
+    """The elementwise soft abs on a value derived from already NaN-checked inputs (no second check)."""
+    with _unchecked():
+        return _ew.abs(x, softness, mode)
+
 
 __all__ = [
     "all",
@@ -51,9 +72,10 @@ __all__ = [
 def _prep(x: Any, y: Any, softness: Any, mode: str) -> tuple[torch.Tensor, torch.Tensor, Any]:
     check_mode(mode, MODES)
     softness = check_softness("softness", softness)
-    x = ensure_float(x)
+    x = check_nan("x", ensure_float(x))
     if not isinstance(y, torch.Tensor):
         y = torch.as_tensor(y, dtype=x.dtype, device=x.device)
+    check_nan("y", y)
     dtype = torch.promote_types(x.dtype, y.dtype) if y.is_floating_point() else x.dtype
     return x.to(dtype), y.to(dtype), softness
 
@@ -72,7 +94,7 @@ def greater(
     epsilon = _eps("epsilon", epsilon)
     if mode == "hard":
         return torch.gt(x, y).to(x.dtype)
-    return sigmoidal(x - y - epsilon, softness, mode)
+    return _sig(x - y - epsilon, softness, mode)
 
 
 def greater_equal(
@@ -83,7 +105,7 @@ def greater_equal(
     epsilon = _eps("epsilon", epsilon)
     if mode == "hard":
         return torch.ge(x, y).to(x.dtype)
-    return sigmoidal(x - y + epsilon, softness, mode)
+    return _sig(x - y + epsilon, softness, mode)
 
 
 def less(
@@ -116,8 +138,8 @@ def eq(
     epsilon = _eps("epsilon", epsilon)
     if mode == "hard":
         return torch.eq(x, y).to(x.dtype)
-    d = soft_abs(x - y, softness, mode)
-    return 2.0 * (1.0 - sigmoidal(d - epsilon, softness, mode))
+    d = _sabs(x - y, softness, mode)
+    return 2.0 * (1.0 - _sig(d - epsilon, softness, mode))
 
 
 def not_equal(
@@ -128,8 +150,8 @@ def not_equal(
     epsilon = _eps("epsilon", epsilon)
     if mode == "hard":
         return torch.ne(x, y).to(x.dtype)
-    d = soft_abs(x - y, softness, mode)
-    return 2.0 * sigmoidal(d - epsilon, softness, mode) - 1.0
+    d = _sabs(x - y, softness, mode)
+    return 2.0 * _sig(d - epsilon, softness, mode) - 1.0
 
 
 def isclose(
@@ -154,15 +176,15 @@ def isclose(
     atol = _eps("atol", atol)
     if mode == "hard":
         return torch.isclose(x, y, rtol=rtol, atol=atol).to(x.dtype)
-    d = soft_abs(x - y, softness, mode)
-    tol = atol + rtol * soft_abs(y, softness, mode)
-    out = 2.0 * (1.0 - sigmoidal(d - tol - epsilon, softness, mode))
+    d = _sabs(x - y, softness, mode)
+    tol = atol + rtol * _sabs(y, softness, mode)
+    out = 2.0 * (1.0 - _sig(d - tol - epsilon, softness, mode))
     return out.clamp(0.0, 1.0) if clip else out
 
 
 def logical_not(x: SoftBool) -> SoftBool:
     """Fuzzy NOT: 1 - x."""
-    return 1.0 - x
+    return 1.0 - check_nan("x", x)
 
 
 def _reduce_dim(x: torch.Tensor, dim: int | None) -> tuple[torch.Tensor, int]:
@@ -183,7 +205,7 @@ def all(
 
     Beyond SoftTorch: ``dim=None`` reduces over all elements; ``keepdim`` keeps a singleton.
     """
-    x = ensure_float(x)
+    x = check_nan("x", ensure_float(x))
     epsilon = _eps("epsilon", epsilon)
     if x.ndim == 0:
         x = x.reshape(1)
@@ -206,12 +228,15 @@ def any(
     keepdim: bool = False,
 ) -> SoftBool:
     """Fuzzy ANY along ``dim``: 1 - all(1 - x)."""
-    return 1.0 - all(1.0 - ensure_float(x), dim, epsilon, use_geometric_mean, keepdim=keepdim)
+    x = check_nan("x", ensure_float(x))
+    with _unchecked():
+        return 1.0 - all(1.0 - x, dim, epsilon, use_geometric_mean, keepdim=keepdim)
 
 
 def _pair(x: Any, y: Any) -> torch.Tensor:
-    x = ensure_float(x)
+    x = check_nan("x", ensure_float(x))
     y = ensure_float(y) if isinstance(y, torch.Tensor) else torch.as_tensor(y, dtype=x.dtype, device=x.device)
+    check_nan("y", y)
     dtype = torch.promote_types(x.dtype, y.dtype)
     xb, yb = torch.broadcast_tensors(x.to(dtype), y.to(dtype))
     return torch.stack([xb, yb], dim=-1)
@@ -219,16 +244,26 @@ def _pair(x: Any, y: Any) -> torch.Tensor:
 
 def logical_and(x: SoftBool, y: SoftBool, use_geometric_mean: bool = False) -> SoftBool:
     """Fuzzy AND: x * y (product t-norm), or sqrt(max(x, eps) max(y, eps)) with the geometric mean."""
-    return all(_pair(x, y), dim=-1, use_geometric_mean=use_geometric_mean)
+    xy = _pair(x, y)
+    with _unchecked():
+        return all(xy, dim=-1, use_geometric_mean=use_geometric_mean)
 
 
 def logical_or(x: SoftBool, y: SoftBool, use_geometric_mean: bool = False) -> SoftBool:
     """Fuzzy OR: 1 - (1 - x)(1 - y) (probabilistic sum), or its geometric-mean variant."""
-    return any(_pair(x, y), dim=-1, use_geometric_mean=use_geometric_mean)
+    xy = _pair(x, y)
+    with _unchecked():
+        return any(xy, dim=-1, use_geometric_mean=use_geometric_mean)
 
 
 def logical_xor(x: SoftBool, y: SoftBool, use_geometric_mean: bool = False) -> SoftBool:
     """Fuzzy XOR: or(and(x, not y), and(not x, y))."""
+    _pair(x, y)
+    with _unchecked():
+        return _xor(x, y, use_geometric_mean)
+
+
+def _xor(x: SoftBool, y: SoftBool, use_geometric_mean: bool) -> SoftBool:
     a = logical_and(x, logical_not(y), use_geometric_mean)
     b = logical_and(logical_not(x), y, use_geometric_mean)
     return logical_or(a, b, use_geometric_mean)

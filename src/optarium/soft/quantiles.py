@@ -39,6 +39,7 @@ from optarium.soft._axis_core import (
 from optarium.soft._common import (
     MedianResult,
     SoftIndex,
+    check_nan,
 )
 from optarium.soft.straight_through import make_st
 
@@ -75,6 +76,7 @@ def _check_q(q: Any) -> torch.Tensor:
         raise ValueError(f"q: must be a scalar or 1-D, got shape {tuple(qt.shape)}")
     if qt.numel() == 0:
         raise ValueError("q: must not be empty")
+    check_nan("q", qt)
     if qt.is_complex() or bool(((qt < 0) | (qt > 1) | torch.isnan(qt)).any()):
         raise ValueError(f"q: must lie in [0, 1], got {qt.tolist()!r}")
     return qt

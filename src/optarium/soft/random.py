@@ -37,7 +37,15 @@ from typing import Any
 
 import torch
 
-from optarium.soft._common import MODES, SoftBool, SoftIndex, check_mode, check_softness
+from optarium.soft._common import (
+    MODES,
+    SoftBool,
+    SoftIndex,
+    _unchecked,
+    check_mode,
+    check_nan,
+    check_softness,
+)
 from optarium.soft.straight_through import st_combine
 
 __all__ = [
@@ -57,7 +65,7 @@ def _check_params(name: str, t: Any) -> torch.Tensor:
         raise TypeError(f"{name}: must be a torch.Tensor, got {type(t).__name__}")
     if not t.is_floating_point():
         raise TypeError(f"{name}: must be a floating tensor, got {t.dtype}")
-    return t
+    return check_nan(name, t)
 
 
 def _check_generator(generator: Any) -> torch.Generator | None:
@@ -159,7 +167,8 @@ def _bernoulli_pair(
         return hard, None
     from optarium.soft.elementwise import sigmoidal
 
-    return hard, sigmoidal(z, softness, mode)
+    with _unchecked():
+        return hard, sigmoidal(z, softness, mode)
 
 
 def bernoulli(
@@ -209,10 +218,11 @@ def _permutation_pair(
     from optarium.soft.axiswise import argsort
 
     z = scores + gumbel_noise(_shape(sample_shape, scores.shape), scores, generator)
-    hard = argsort(z.detach(), dim=-1, descending=True, mode="hard", method=method)
-    if mode == "hard":
-        return hard, None
-    soft = argsort(z, -1, True, softness, mode, method, standardize)
+    with _unchecked():
+        hard = argsort(z.detach(), dim=-1, descending=True, mode="hard", method=method)
+        if mode == "hard":
+            return hard, None
+        soft = argsort(z, -1, True, softness, mode, method, standardize)
     return hard, soft
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from optarium._core.validation import check_int
-from optarium.soft._common import SoftBool, SoftIndex, canonical_dim
+from optarium.soft._common import SoftBool, SoftIndex, canonical_dim, check_nan
 
 __all__ = ["index_select", "narrow", "take", "take_along_dim", "where"]
 
@@ -25,11 +25,14 @@ __all__ = ["index_select", "narrow", "take", "take_along_dim", "where"]
 def _check_tensor(name: str, t: object) -> torch.Tensor:
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name}: must be a torch.Tensor, got {type(t).__name__}")
-    return t
+    return check_nan(name, t)
 
 
 def where(condition: SoftBool, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Soft ``torch.where``: x * condition + y * (1 - condition) (broadcast like torch)."""
+    check_nan("condition", condition)
+    check_nan("x", x)
+    check_nan("y", y)
     return x * condition + y * (1.0 - condition)
 
 

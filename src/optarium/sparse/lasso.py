@@ -62,7 +62,11 @@ __all__ = [
 
 def soft_threshold(v: torch.Tensor, threshold: torch.Tensor | float) -> torch.Tensor:
     r""":math:`S_\tau(v) = \operatorname{sign}(v)\max(|v| - \tau, 0)` elementwise, the proximal map of
-    :math:`\tau\|\cdot\|_1` (``threshold`` broadcasts against ``v``)."""
+    :math:`\tau\|\cdot\|_1` (``threshold`` broadcasts against ``v``). A number ``threshold`` must be
+    finite and >= 0 (``ValueError`` otherwise); a tensor one is not checked, since that would synchronise
+    the device on every FISTA iteration."""
+    if not isinstance(threshold, torch.Tensor):
+        threshold = check_nonnegative("threshold", threshold)
     return torch.sign(v) * (v.abs() - threshold).clamp_min(0.0)
 
 

@@ -11,7 +11,10 @@ proposes next (a study stops and resumes without losing anything); maximising ``
 minimising ``f`` proposes (the direction is handled once, by the signed standardisation of the targets);
 bad ``tell`` input (NaN or inf, points outside the bounds, wrong shapes) raises ``ValueError`` naming ``x`` or
 ``y``; the incumbent is the best value told (or, with several objectives, the non-dominated set); points
-that were never asked may be told.
+that were never asked may be told; ``seed=s`` is the same as ``generator=torch.Generator().manual_seed(s)``
+for every strategy (giving both, or a non-integer seed, is refused naming ``seed``); ``load_state_dict`` of
+an empty, partial or non-dict state raises ``ValueError`` / ``TypeError`` naming ``state_dict`` and the
+missing key (never a bare ``KeyError``).
 """
 
 from __future__ import annotations
@@ -32,8 +35,10 @@ __all__ = [
     "StrategyCase",
     "check_bad_tell_raises",
     "check_incumbent",
+    "check_load_state_dict_validates",
     "check_maximize_mirrors_minimize",
     "check_proposals_in_bounds",
+    "check_seed_argument",
     "check_seeded_determinism",
     "check_state_dict_resume",
     "check_unasked_points_accepted",
@@ -195,6 +200,79 @@ def check_unasked_points_accepted(case: StrategyCase) -> None:
     assert nxt.shape == (case.batch, lo.numel()) and s.X.shape[0] == x.shape[0]
 
 
+def _kwargs(case: StrategyCase) -> dict[str, Any]:
+    kwargs = dict(case.kwargs)
+    if case.n_objectives > 1:
+        kwargs["n_objectives"] = case.n_objectives
+    return kwargs
+
+
+def check_seed_argument(case: StrategyCase) -> None:
+    """``seed=s`` proposes what ``generator=Generator().manual_seed(s)`` does; misuse names ``seed``."""
+    kwargs = _kwargs(case)
+    by_seed = case.factory(case.bounds.clone(), seed=4, **kwargs)
+    by_gen = case.factory(case.bounds.clone(), generator=torch.Generator().manual_seed(4), **kwargs)
+    a = _drive(by_seed, case.objective, min(case.rounds, 2), case.batch)
+    b = _drive(by_gen, case.objective, min(case.rounds, 2), case.batch)
+    for i, (xa, xb) in enumerate(zip(a, b, strict=True)):
+        assert torch.equal(xa, xb), f"{case.name}: seed=4 differs from generator seeded with 4 at round {i}"
+    both = lambda: case.factory(  # noqa: E731
+        case.bounds.clone(), seed=1, generator=torch.Generator().manual_seed(1), **kwargs
+    )
+    _raises_exc(both, ValueError, "seed", case.name, "seed and generator together")
+    _raises_exc(
+        lambda: case.factory(case.bounds.clone(), seed=1.5, **kwargs),
+        TypeError,
+        "seed",
+        case.name,
+        "seed=1.5",
+    )
+    _raises_exc(
+        lambda: case.factory(case.bounds.clone(), seed=-1, **kwargs), ValueError, "seed", case.name, "seed=-1"
+    )
+
+
+def _raises_exc(fn: Callable[[], Any], exc: type[Exception], prefix: str, name: str, what: str) -> None:
+    try:
+        fn()
+    except exc as err:
+        assert str(err).startswith(prefix), (
+            f"{name}: {what}: message {str(err)!r} does not start with {prefix!r}"
+        )
+    except Exception as err:
+        raise AssertionError(
+            f"{name}: {what} raised {type(err).__name__}: {err}, expected {exc.__name__}"
+        ) from err
+    else:
+        raise AssertionError(f"{name}: {what} did not raise {exc.__name__}")
+
+
+def check_load_state_dict_validates(case: StrategyCase) -> None:
+    """An empty, partial or non-dict state is refused naming ``state_dict`` (and the missing key)."""
+    s = case.build(seed=5)
+    _drive(s, case.objective, 2, case.batch)
+    full = s.state_dict()
+    _raises_exc(
+        lambda: case.build().load_state_dict({}), ValueError, "state_dict", case.name, "load_state_dict({})"
+    )
+    _raises_exc(
+        lambda: case.build().load_state_dict([]), TypeError, "state_dict", case.name, "load_state_dict([])"
+    )
+    for key in full:
+        partial = {k: v for k, v in full.items() if k != key}
+        try:
+            case.build().load_state_dict(copy.deepcopy(partial))
+        except ValueError as err:
+            msg = str(err)
+            assert msg.startswith("state_dict") and repr(key) in msg, (
+                f"{case.name}: state_dict without {key!r}: message {msg!r} must name state_dict and {key!r}"
+            )
+        except Exception as err:
+            raise AssertionError(
+                f"{case.name}: state_dict without {key!r} raised {type(err).__name__}: {err}"
+            ) from err
+
+
 CHECKS: Mapping[str, Callable[[StrategyCase], Any]] = {
     "proposals_in_bounds": check_proposals_in_bounds,
     "seeded_determinism": check_seeded_determinism,
@@ -203,6 +281,8 @@ CHECKS: Mapping[str, Callable[[StrategyCase], Any]] = {
     "bad_tell_raises": check_bad_tell_raises,
     "incumbent": check_incumbent,
     "unasked_points_accepted": check_unasked_points_accepted,
+    "seed_argument": check_seed_argument,
+    "load_state_dict_validates": check_load_state_dict_validates,
 }
 
 

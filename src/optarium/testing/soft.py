@@ -8,8 +8,8 @@ straight-through cases in :mod:`optarium.testing._soft_elementwise_cases`, the a
 operator of their own.
 
 The checks (``CHECKS``: hard parity, straight-through forward, SoftIndex and SoftBool ranges, the softness
-limit, gradcheck, identities, golden values, bad input, softtorch parity) are listed with their rules in
-:mod:`optarium.testing.soft_checks`.
+limit, gradcheck, identities, golden values, bad input, NaN input, softtorch parity) are listed with their
+rules in :mod:`optarium.testing.soft_checks`.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from optarium.testing.soft_checks import (
     check_hard_parity,
     check_identities,
     check_limit,
+    check_nan_input,
     check_reference_parity,
     check_soft_index,
     check_softbool_range,
@@ -48,6 +49,7 @@ __all__ = [
     "check_hard_parity",
     "check_identities",
     "check_limit",
+    "check_nan_input",
     "check_reference_parity",
     "check_soft_index",
     "check_softbool_range",

@@ -20,6 +20,10 @@ Checks (numbers refer to the tests of the SoftTorch spec, Paulus et al., arXiv:2
 * ``golden`` (2 of the quick reproduction): the README's golden values to 1e-4;
 * ``bad_input`` (9): each listed bad input raises the listed exception whose message starts with the
   argument's name;
+* ``nan_input`` (the NaN policy of :mod:`optarium.soft`): a NaN in any floating tensor argument raises
+  ``ValueError`` whose message starts with that argument's name and says ``contains NaN``, in every mode
+  (``"hard"`` included), every method and the ``*_st`` variant; under ``nan_policy("propagate")`` the
+  NaN check is off;
 * ``reference_parity``: agreement with the ``softtorch`` 0.1.1 wheel (when installed) in every mode and
   method (float64, allclose), minus the documented deliberate differences (``reference_skip``); ``*_st``
   forwards are compared with the wheel's ``*_st`` by allclose only (the wheel's ST forward is off by an ulp).
@@ -27,6 +31,7 @@ Checks (numbers refer to the tests of the SoftTorch spec, Paulus et al., arXiv:2
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +54,7 @@ __all__ = [
     "check_hard_parity",
     "check_identities",
     "check_limit",
+    "check_nan_input",
     "check_reference_parity",
     "check_soft_index",
     "check_softbool_range",
@@ -412,6 +418,67 @@ def check_bad_input(case: SoftOpCase) -> None:
             raise AssertionError(f"{case.name}: {bad.kwargs} did not raise {bad.exc.__name__}")
 
 
+def _positional_names(fn: Callable[..., Any], n: int) -> list[str]:
+    params = [
+        p.name
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    return params[:n]
+
+
+def check_nan_input(case: SoftOpCase) -> None:
+    """A NaN in each floating tensor argument raises ``ValueError("<arg>: contains NaN ...")`` everywhere.
+
+    Every mode (``"hard"`` included), every method and the ``*_st`` variant; ``nan_policy("propagate")``
+    turns the check off (the call then returns whatever the arithmetic gives).
+    """
+    from optarium.soft import nan_policy
+
+    args, kwargs = case.inputs(_gen(0), torch.float64)
+    names = _positional_names(case.fn, len(args))
+    grid: list[tuple[str | None, str | None]]
+    if case.has_mode:
+        grid = [(m, "hard") for m in case.methods] + list(case.grid())
+    else:
+        grid = [(m, None) for m in case.methods]
+    fns = [case.fn] + ([case.st_fn] if case.st_fn is not None else [])
+    for i, a in enumerate(args):
+        if not (isinstance(a, torch.Tensor) and a.is_floating_point() and a.numel() > 0):
+            continue
+        bad = a.detach().clone()
+        bad.view(-1)[bad.numel() // 2] = math.nan
+        full = list(args)
+        full[i] = bad
+        for fn in fns:
+            for method, mode in grid:
+                fname = getattr(fn, "__name__", repr(fn))
+                what = f"{case.name} ({fname}) NaN in {names[i]} method={method} mode={mode}"
+                try:
+                    call(case, fn, full, kwargs, mode=mode, method=method)
+                except ValueError as err:
+                    msg = str(err)
+                    assert msg.startswith(f"{names[i]}: contains NaN"), f"{what}: message {msg!r}"
+                except Exception as err:
+                    raise AssertionError(f"{what}: raised {type(err).__name__}: {err}") from err
+                else:
+                    raise AssertionError(f"{what}: returned without raising ValueError")
+        with nan_policy("propagate"):
+            try:
+                call(
+                    case,
+                    case.fn,
+                    full,
+                    kwargs,
+                    mode="hard" if case.has_mode else None,
+                    method=case.methods[0],
+                )
+            except ValueError as err:  # an argument's own range check (e.g. q in [0, 1]) may still refuse NaN
+                assert "contains NaN" not in str(err), (
+                    f"{case.name}: nan_policy('propagate') still raised {err}"
+                )
+
+
 def check_reference_parity(case: SoftOpCase, seeds: Sequence[int] = (0, 1)) -> None:
     """Agreement with ``softtorch`` 0.1.1 (float64, allclose) in every mode and method not skipped.
 
@@ -476,5 +543,6 @@ CHECKS: Mapping[str, Callable[[SoftOpCase], Any]] = {
     "identities": check_identities,
     "golden": check_golden,
     "bad_input": check_bad_input,
+    "nan_input": check_nan_input,
     "reference_parity": check_reference_parity,
 }
