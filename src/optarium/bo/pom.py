@@ -390,9 +390,10 @@ class _PoolStrategy(AskTellStrategy):
         gp_hyperparameters: list[dict[str, torch.Tensor]] | None,
         generator: torch.Generator | None,
         dtype: torch.dtype,
+        seed: int | None,
     ) -> None:
         super().__init__(
-            bounds, minimize=minimize, generator=generator, dtype=dtype, n_objectives=n_objectives
+            bounds, minimize=minimize, generator=generator, dtype=dtype, n_objectives=n_objectives, seed=seed
         )
         if self.n_objectives < 2:
             raise ValueError(f"n_objectives: must be >= 2 for a multi-objective strategy, got {n_objectives}")
@@ -519,7 +520,8 @@ class POM(_PoolStrategy):
             candidate_pool=candidate_pool,
             num_candidates=num_candidates,
             gp_hyperparameters=gp_hyperparameters,
-            generator=AskTellStrategy.resolve_generator(generator, seed),
+            generator=generator,
+            seed=seed,
             dtype=dtype,
         )
         self.quality = check_choice("quality", quality, ("mc_pareto", "qehvi"))
@@ -663,7 +665,8 @@ class QLogEHVI(_PoolStrategy):
             candidate_pool=candidate_pool,
             num_candidates=num_candidates,
             gp_hyperparameters=gp_hyperparameters,
-            generator=AskTellStrategy.resolve_generator(generator, seed),
+            generator=generator,
+            seed=seed,
             dtype=dtype,
         )
         self.num_mc_samples = check_int("num_mc_samples", num_mc_samples, minimum=1)
@@ -781,7 +784,8 @@ class QSVGDBatch(_PoolStrategy):
             candidate_pool=candidate_pool,
             num_candidates=num_candidates,
             gp_hyperparameters=gp_hyperparameters,
-            generator=AskTellStrategy.resolve_generator(generator, seed),
+            generator=generator,
+            seed=seed,
             dtype=dtype,
         )
         self.num_mc_samples = check_int("num_mc_samples", num_mc_samples, minimum=1)

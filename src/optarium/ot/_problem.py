@@ -11,7 +11,7 @@ import torch
 from optarium._core.validation import check_int, check_nonnegative, check_positive
 from optarium.ot.result import OTResult
 
-__all__ = ["check_reg", "deadline_after", "package", "prepare"]
+__all__ = ["case_marginal_error", "case_problem", "check_reg", "deadline_after", "package", "prepare"]
 
 
 def check_reg(reg: Any) -> float:
@@ -117,3 +117,23 @@ def package(
         history=tuple(info["history"]),
         wall_time_s=time.perf_counter() - start,
     )
+
+
+def case_problem(
+    dtype: torch.dtype, device: Any, seed: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The small (6 x 5) problem of both OT solvers' conformance cases: cost, a, b in ``dtype``/``device``."""
+    g = torch.Generator().manual_seed(1000 + seed)
+    cost = torch.rand(6, 5, generator=g, dtype=torch.float64)
+    a = torch.rand(6, generator=g, dtype=torch.float64) + 0.2
+    b = torch.rand(5, generator=g, dtype=torch.float64) + 0.2
+    a, b = a / a.sum(), b / b.sum()
+    return tuple(t.to(dtype=dtype, device=device) for t in (cost, a, b))  # type: ignore[return-value]
+
+
+def case_marginal_error(res: Any) -> float:
+    """Relative marginal error of a case's returned plan, recomputed from the problem (max of both sides)."""
+    _, a, b = case_problem(res.x.dtype, res.x.device, 0)
+    rows = (res.x.sum(-1) - a).abs().amax() / a.amax()
+    cols = (res.x.sum(-2) - b).abs().amax() / b.amax()
+    return float(torch.maximum(rows, cols))

@@ -49,7 +49,14 @@ import torch
 
 from optarium._core.validation import check_choice
 from optarium.ot._linalg import implicit_cost_grad
-from optarium.ot._problem import check_reg, deadline_after, package, prepare
+from optarium.ot._problem import (
+    case_marginal_error,
+    case_problem,
+    check_reg,
+    deadline_after,
+    package,
+    prepare,
+)
 from optarium.ot.result import OTResult
 
 __all__ = ["GRADS", "sinkhorn"]
@@ -325,37 +332,18 @@ def sinkhorn(
 # ------------------------------------------------------------------------------------------------------------
 
 
-def _case_problem(
-    dtype: torch.dtype, device: Any, seed: int
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(1000 + seed)
-    cost = torch.rand(6, 5, generator=g, dtype=torch.float64)
-    a = torch.rand(6, generator=g, dtype=torch.float64) + 0.2
-    b = torch.rand(5, generator=g, dtype=torch.float64) + 0.2
-    a, b = a / a.sum(), b / b.sum()
-    return tuple(t.to(dtype=dtype, device=device) for t in (cost, a, b))  # type: ignore[return-value]
-
-
-def _case_marginal_error(res: Any) -> float:
-    """Relative marginal error of the returned plan, recomputed from the problem (max over both sides)."""
-    _, a, b = _case_problem(res.x.dtype, res.x.device, 0)
-    rows = (res.x.sum(-1) - a).abs().amax() / a.amax()
-    cols = (res.x.sum(-2) - b).abs().amax() / b.amax()
-    return float(torch.maximum(rows, cols))
-
-
 def _case_solve(*, dtype: torch.dtype, device: Any, seed: int, **overrides: Any) -> Any:
-    cost, a, b = _case_problem(dtype, device, seed)
+    cost, a, b = case_problem(dtype, device, seed)
     kwargs = {"reg": 0.1, "tol": 1e-10 if dtype == torch.float64 else 1e-5, **overrides}
     return sinkhorn(cost, a, b, **kwargs).to_result()
 
 
 def _case_optimality(res: Any) -> float:
     """Marginal error plus the stationarity residual |Gamma - exp((f + g - C) / reg)| of the potentials."""
-    cost, _, _ = _case_problem(res.x.dtype, res.x.device, 0)
+    cost, _, _ = case_problem(res.x.dtype, res.x.device, 0)
     f, g = res.extras["f"], res.extras["g"]
     stat = (res.x - torch.exp((f[:, None] + g[None] - cost) / 0.1)).abs().amax()
-    return _case_marginal_error(res) + float(stat)
+    return case_marginal_error(res) + float(stat)
 
 
 def solver_cases() -> list[Any]:
@@ -376,7 +364,7 @@ def solver_cases() -> list[Any]:
             max_iter=2,
             # the row error is the stopping rule (columns are exact to rounding)
             tolerance_holds=lambda res: (
-                _case_marginal_error(res) <= (1e-10 if res.x.dtype == torch.float64 else 2e-5)
+                case_marginal_error(res) <= (1e-10 if res.x.dtype == torch.float64 else 2e-5)
             ),
             optimality=_case_optimality,
             optimality_tol=1e-9,

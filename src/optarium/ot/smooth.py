@@ -36,7 +36,14 @@ from typing import Any
 import torch
 
 from optarium.ot._linalg import coupled_solve_damped, implicit_cost_grad
-from optarium.ot._problem import check_reg, deadline_after, package, prepare
+from optarium.ot._problem import (
+    case_marginal_error,
+    case_problem,
+    check_reg,
+    deadline_after,
+    package,
+    prepare,
+)
 from optarium.ot.result import OTResult
 
 __all__ = ["P_VALUES", "smooth_ot"]
@@ -220,37 +227,18 @@ def smooth_ot(
 # ------------------------------------------------------------------------------------------------------------
 
 
-def _case_problem(
-    dtype: torch.dtype, device: Any, seed: int
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(1000 + seed)
-    cost = torch.rand(6, 5, generator=g, dtype=torch.float64)
-    a = torch.rand(6, generator=g, dtype=torch.float64) + 0.2
-    b = torch.rand(5, generator=g, dtype=torch.float64) + 0.2
-    a, b = a / a.sum(), b / b.sum()
-    return tuple(t.to(dtype=dtype, device=device) for t in (cost, a, b))  # type: ignore[return-value]
-
-
-def _case_marginal_error(res: Any) -> float:
-    """Relative marginal error of the returned plan, recomputed from the problem (max over both sides)."""
-    _, a, b = _case_problem(res.x.dtype, res.x.device, 0)
-    rows = (res.x.sum(-1) - a).abs().amax() / a.amax()
-    cols = (res.x.sum(-2) - b).abs().amax() / b.amax()
-    return float(torch.maximum(rows, cols))
-
-
 def _case_solve(*, dtype: torch.dtype, device: Any, seed: int, **overrides: Any) -> Any:
-    cost, a, b = _case_problem(dtype, device, seed)
+    cost, a, b = case_problem(dtype, device, seed)
     kwargs = {"reg": 0.1, "p": 1.5, "tol": 1e-10 if dtype == torch.float64 else 1e-5, **overrides}
     return smooth_ot(cost, a, b, **kwargs).to_result()
 
 
 def _case_optimality(res: Any) -> float:
     """Marginal error plus the primal-map residual |Gamma - reg^(1-q) max(0, f + g - C)^(q-1)| (q = 3)."""
-    cost, _, _ = _case_problem(res.x.dtype, res.x.device, 0)
+    cost, _, _ = case_problem(res.x.dtype, res.x.device, 0)
     f, g = res.extras["f"], res.extras["g"]
     pmap = 0.1 ** (1 - 3.0) * (f[:, None] + g[None] - cost).clamp_min(0) ** 2
-    return _case_marginal_error(res) + float((res.x - pmap).abs().amax())
+    return case_marginal_error(res) + float((res.x - pmap).abs().amax())
 
 
 def solver_cases() -> list[Any]:
@@ -271,7 +259,7 @@ def solver_cases() -> list[Any]:
             max_iter=1,
             # the stopping rule: n max(|Gamma 1 - a|, |Gamma^T 1 - b|) <= tol (n = 6; b's scale is ~1/5)
             tolerance_holds=lambda res: (
-                _case_marginal_error(res) <= (1e-10 if res.x.dtype == torch.float64 else 2e-5)
+                case_marginal_error(res) <= (1e-10 if res.x.dtype == torch.float64 else 2e-5)
             ),
             optimality=_case_optimality,
             optimality_tol=1e-9,
