@@ -108,6 +108,13 @@ def test_deadline_kills_and_names_the_running_rank() -> None:
 
 
 @pytest.mark.distributed
+def test_a_crash_in_interpreter_teardown_cannot_fail_a_finished_rank() -> None:
+    """Issue 12: ranks were killed by signal 6 after their work; teardown (atexit, destructors) is skipped."""
+    assert launch(_testing.abort_at_exit, 2, n_clients=2, timeout_s=30) == [0, 1]
+    assert multiprocessing.active_children() == []
+
+
+@pytest.mark.distributed
 def test_ranks_may_start_dataloader_workers() -> None:
     """Non-daemon ranks: a DataLoader with a worker process runs; nothing is left afterwards."""
     calls = [(_testing.loader_sum, ()), (_testing.torch_threads, ())]

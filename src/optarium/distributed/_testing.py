@@ -15,6 +15,7 @@ from optarium.distributed.comm import Communicator, pack_signs
 from optarium.distributed.topology import mixing_matrix
 
 __all__ = [
+    "abort_at_exit",
     "collectives_probe",
     "fail_at",
     "loader_sum",
@@ -105,3 +106,11 @@ def lion_probe(comm: Communicator, server_rank: int = 0, steps: int = 8, seed: i
     for _ in range(steps):
         opt.step(lambda xs: [xs[0].expand(comm.n_local, -1) - targets])
     return x
+
+
+def abort_at_exit(comm: Communicator) -> int:
+    """Finish normally, leaving an ``atexit`` handler that aborts the process (a native teardown crash)."""
+    import atexit
+
+    atexit.register(os.abort)
+    return comm.rank

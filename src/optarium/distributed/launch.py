@@ -131,9 +131,28 @@ def _worker(
         (out / f"rank{rank}.err.tmp").write_text(json.dumps(info))
         os.replace(out / f"rank{rank}.err.tmp", out / f"rank{rank}.err")
         os._exit(1)  # skip interpreter teardown (it can block on a broken process group)
+    _exit_cleanly()
+
+
+def _exit_cleanly() -> None:
+    """End a rank whose result is written: no rank tears its process group down while a peer still uses it.
+
+    The ranks meet at a barrier first (bounded by the group's timeout), then destroy the group and leave with
+    ``os._exit(0)``, skipping interpreter teardown: C++ destructors and ``atexit`` handlers run there while
+    gloo's background threads may still see a peer's socket close, and a native abort at that point killed
+    ranks whose work was done with signal 6 and no Python exception (issue 12). A rank's result is on disk
+    before this runs, so nothing of the computation depends on teardown.
+    """
     with contextlib.suppress(Exception):
         if dist.is_initialized():
+            dist.barrier()
             dist.destroy_process_group()
+    with contextlib.suppress(Exception):
+        import sys
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(0)
 
 
 def _stop(procs: list[Any]) -> None:
