@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch
@@ -18,6 +19,7 @@ import optarium.bo as bo
 import optarium.convex as cvx
 import optarium.distributed as dist
 import optarium.optim as optim
+import optarium.optim.diagnostics as diag
 import optarium.ot as ot
 import optarium.soft as so
 import optarium.sparse as sp
@@ -37,8 +39,36 @@ def _nan(*shape: int) -> torch.Tensor:
     return t
 
 
+def _sum(x: torch.Tensor) -> torch.Tensor:
+    return x.sum(-1)
+
+
+def _heavy_tail() -> Any:
+    import optarium.problems.heavy_tail as heavy_tail
+
+    return heavy_tail
+
+
+def _drifting() -> Any:
+    import optarium.problems.drifting as drifting
+
+    return drifting
+
+
+def _batched_errors(lr: float, steps: int) -> Any:
+    """A call of the momentum-tracking simulator on 2 rows, 5 steps, d = 3; weights over ``steps`` steps."""
+    f64 = torch.float64
+    lrs, betas = torch.full((1, 2), lr, dtype=f64), torch.zeros(1, 2, dtype=f64)
+    rows = (_x(2, 3), _x(2, 6, 3), _x(2, 5, 3), _x(2, 3), _x(3).abs())
+    return optim.batched_errors(*rows, lrs, betas, torch.zeros(1, 2).bool(), torch.zeros(2, steps))
+
+
 def _x(*shape: int) -> torch.Tensor:
     return torch.randn(*shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+
+
+def _sq(z: torch.Tensor) -> torch.Tensor:
+    return (z**2).sum()
 
 
 B2 = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
@@ -64,6 +94,33 @@ ROWS: list[Row] = [
     ("SAMPolyak rho=-1", lambda: optim.SAMPolyak(_params(), rho=-1.0), "rho"),
     ("SAMPolyak f_star=nan", lambda: optim.SAMPolyak(_params(), f_star=NAN), "f_star"),
     ("SAMPolyak gamma_max=0", lambda: optim.SAMPolyak(_params(), gamma_max=0.0), "gamma_max"),
+    ("NonmonotoneLineSearchGD c=1", lambda: optim.NonmonotoneLineSearchGD(_params(), c=1.0), "c"),
+    ("NonmonotoneLineSearchGD xi=nan", lambda: optim.NonmonotoneLineSearchGD(_params(), xi=NAN), "xi"),
+    (
+        "NonmonotoneLineSearchGD eta_min=0",
+        lambda: optim.NonmonotoneLineSearchGD(_params(), eta_min=0.0),
+        "eta_min",
+    ),
+    (
+        "NonmonotoneLineSearchGD eta_max<eta_min",
+        lambda: optim.NonmonotoneLineSearchGD(_params(), eta_min=1.0, eta_max=0.1),
+        "eta_max",
+    ),
+    ("NonmonotoneLineSearchGD mode='x'", lambda: optim.NonmonotoneLineSearchGD(_params(), mode="x"), "mode"),
+    (
+        "NonmonotoneLineSearchGD max_evals=0",
+        lambda: optim.NonmonotoneLineSearchGD(_params(), max_evals=0),
+        "max_evals",
+    ),
+    (
+        "NonmonotoneLineSearchGD eta_cap_schedule=1",
+        lambda: optim.NonmonotoneLineSearchGD(_params(), eta_cap_schedule=1.0),
+        "eta_cap_schedule",
+    ),
+    ("NonmonotoneLineSearchGD step()", lambda: optim.NonmonotoneLineSearchGD(_params()).step(), "closure"),
+    ("AdGD lr=nan", lambda: optim.AdGD(_params(), lr=NAN), "lr"),
+    ("AdGD a=0", lambda: optim.AdGD(_params(), a=0.0), "a"),
+    ("AdGD eta_max=-1", lambda: optim.AdGD(_params(), eta_max=-1.0), "eta_max"),
     ("AdamWPower p=nan", lambda: optim.AdamWPower(_params(), p=NAN), "p"),
     ("AdamWPower lr=-1", lambda: optim.AdamWPower(_params(), lr=-1.0), "lr"),
     ("GradPower base=list", lambda: optim.GradPower([1, 2], p=1.2), "base"),
@@ -73,6 +130,151 @@ ROWS: list[Row] = [
     ("wsd_schedule total_steps=-1", lambda: optim.wsd_schedule(-1, 0), "total_steps"),
     ("wsd_schedule warmup>total", lambda: optim.wsd_schedule(10, 20), "warmup_steps"),
     ("cosine_schedule total_steps='a'", lambda: optim.cosine_schedule("a", 0), "total_steps"),
+    # ---- optim: stochastic mirror descent and the Levy mirror flow (optarium.optim.levy_mirror)
+    ("MirrorDescent lr=-1", lambda: optim.MirrorDescent(_params(), lr=-1.0), "lr"),
+    ("MirrorDescent mirror='x'", lambda: optim.MirrorDescent(_params(), mirror="x"), "mirror"),
+    ("MirrorDescent mirror=3", lambda: optim.MirrorDescent(_params(), mirror=3), "mirror"),
+    ("MirrorDescent variant='x'", lambda: optim.MirrorDescent(_params(), variant="x"), "variant"),
+    ("MirrorDescent infeasible='x'", lambda: optim.MirrorDescent(_params(), infeasible="x"), "infeasible"),
+    ("MirrorDescent nonfinite='x'", lambda: optim.MirrorDescent(_params(), nonfinite="x"), "nonfinite"),
+    ("Euclidean radius=nan", lambda: optim.Euclidean(radius=NAN), "radius"),
+    ("Euclidean box=(1, 0)", lambda: optim.Euclidean(box=(1.0, 0.0)), "box"),
+    ("mirror_descent step=0", lambda: optim.mirror_descent(lambda x: x.sum(-1), _x(3), 5, step=0.0), "step"),
+    ("mirror_descent steps=-1", lambda: optim.mirror_descent(lambda x: x.sum(-1), _x(3), -1), "steps"),
+    ("mirror_descent x0 NaN", lambda: optim.mirror_descent(lambda x: x.sum(-1), _nan(3), 5), "x0"),
+    (
+        "mirror_descent x0 off the simplex",
+        lambda: optim.mirror_descent(lambda x: x.sum(-1), _x(3), 5, mirror="entropic"),
+        "x0",
+    ),
+    ("mirror_descent noise=3", lambda: optim.mirror_descent(lambda x: x.sum(-1), _x(3), 5, noise=3), "noise"),
+    ("levy_mirror_flow alpha=2.5", lambda: optim.levy_mirror_flow(_sum, _x(3), 1.0, alpha=2.5), "alpha"),
+    ("levy_mirror_flow h=0", lambda: optim.levy_mirror_flow(lambda x: x.sum(-1), _x(3), 1.0, h=0.0), "h"),
+    ("levy_mirror_flow horizon=nan", lambda: optim.levy_mirror_flow(_sum, _x(3), NAN), "horizon"),
+    ("power_step p=2.5", lambda: optim.levy_mirror.power_step(0.1, 2.5), "p"),
+    ("power_step gamma0=0", lambda: optim.levy_mirror.power_step(0.0, 1.5), "gamma0"),
+    ("strongly_convex_step mu=0", lambda: optim.levy_mirror.strongly_convex_step(0.0), "mu"),
+    ("trimmed_mean trim=0.5", lambda: optim.levy_mirror.trimmed_mean(_x(4), 0.5), "trim"),
+    ("log_log_slope ts length", lambda: optim.levy_mirror.log_log_slope([1.0], _x(3).abs()), "ts"),
+    ("bootstrap_slopes errors 1-D", lambda: optim.levy_mirror.bootstrap_slopes(_x(3), [1.0, 2.0]), "errors"),
+    ("hill_estimator k=0", lambda: optim.levy_mirror.hill_estimator(_x(10), 0), "k"),
+    ("simplex_least_squares seed=-1", lambda: optim.levy_mirror.simplex_least_squares(-1), "seed"),
+    ("MirrorDescent tol=-1", lambda: optim.MirrorDescent(_params(), feasibility_tol=-1.0), "feasibility_tol"),
+    ("AlphaStableNoise alpha=0", lambda: _heavy_tail().AlphaStableNoise(0.0), "alpha"),
+    ("AlphaStableNoise beta=2", lambda: _heavy_tail().AlphaStableNoise(1.5, beta=2.0), "beta"),
+    ("alpha_stable scale=-1", lambda: _heavy_tail().alpha_stable(3, 1.5, scale=-1.0), "scale"),
+    (
+        "chambers_mallows_stuck alpha tensor 3",
+        lambda: _heavy_tail().chambers_mallows_stuck(_x(2), _x(2).abs(), torch.tensor([1.0, 3.0])),
+        "alpha",
+    ),
+    # ---- optim: the norm-sharpness laboratory (optarium.optim.implicit_bias)
+    ("DiagonalLinearNet dim=0", lambda: optim.DiagonalLinearNet(0, 0.1), "dim"),
+    ("DiagonalLinearNet alpha=nan", lambda: optim.DiagonalLinearNet(3, NAN), "alpha"),
+    ("DiagonalLinearNet alpha=0", lambda: optim.DiagonalLinearNet(3, 0.0), "alpha"),
+    ("dln_gd lrs=[]", lambda: optim.dln_gd(_x(4, 6), _x(4), [], 0.1), "lrs"),
+    ("dln_gd x nan", lambda: optim.dln_gd(_nan(4, 6), _x(4), [0.1], 0.1), "x"),
+    ("dln_gd y length", lambda: optim.dln_gd(_x(4, 6), _x(3), [0.1], 0.1), "y"),
+    ("dln_gd max_steps=0", lambda: optim.dln_gd(_x(4, 6), _x(4), [0.1], 0.1, max_steps=0), "max_steps"),
+    ("dln_gd tol=-1", lambda: optim.dln_gd(_x(4, 6), _x(4), [0.1], 0.1, tol=-1.0), "tol"),
+    ("dln_sharpness v shape", lambda: optim.dln_sharpness(_x(6), _x(5), _x(4, 6), _x(4)), "v"),
+    ("dln_hessian u=list", lambda: optim.implicit_bias.dln_hessian([1.0], _x(6), _x(4, 6), _x(4)), "u"),
+    ("dln_gradient v shape", lambda: optim.implicit_bias.dln_gradient(_x(6), _x(2), _x(4, 6), _x(4)), "v"),
+    ("dln_loss v shape", lambda: optim.implicit_bias.dln_loss(_x(6), _x(2), _x(4, 6), _x(4)), "v"),
+    ("lr_grid eta_max=-1", lambda: optim.lr_grid(-1.0), "eta_max"),
+    ("lr_grid top reversed", lambda: optim.lr_grid(1.0, top=(1.0, 0.3)), "top"),
+    ("lr_sweep lrs='x'", lambda: optim.lr_sweep(optim.DiagonalLinearNet, (_x(4, 6), _x(4)), lrs="x"), "lrs"),
+    (
+        "lr_sweep seeds=[]",
+        lambda: optim.lr_sweep(optim.DiagonalLinearNet, (_x(4, 6), _x(4)), lrs=[0.1], seeds=[]),
+        "seeds",
+    ),
+    ("lr_sweep model_factory=3", lambda: optim.lr_sweep(3, (_x(4, 6), _x(4)), lrs=[0.1]), "model_factory"),
+    ("max_stable_lr alpha=-1", lambda: optim.max_stable_lr(_x(4, 6), _x(4), -1.0), "alpha"),
+    ("bracket_max_lr eta0=0", lambda: optim.implicit_bias.bracket_max_lr(lambda c: [True], 0.0), "eta0"),
+    ("min_l1_interpolator y length", lambda: optim.min_l1_interpolator(_x(4, 6), _x(3)), "y"),
+    (
+        "min_l1_interpolator infeasible",
+        lambda: optim.min_l1_interpolator(torch.zeros(2, 3, dtype=torch.float64), _x(2)),
+        "y",
+    ),
+    ("min_l2_interpolator x nan", lambda: optim.implicit_bias.min_l2_interpolator(_nan(4, 6), _x(4)), "x"),
+    ("mlp_gd y 1-D", lambda: optim.implicit_bias.mlp_gd(_x(4, 3), _x(4), [0.1]), "y"),
+    ("mlp_gd hidden=0", lambda: optim.implicit_bias.mlp_gd(_x(4, 3), _x(4, 2), [0.1], hidden=0), "hidden"),
+    ("mlp_module b1 shape", lambda: optim.implicit_bias.mlp_module(_x(3, 4), _x(3), _x(4, 2), _x(2)), "b1"),
+    (
+        "paired_mse_difference shapes",
+        lambda: optim.implicit_bias.paired_mse_difference(_x(3), _x(4), _x(3)),
+        "pred_b",
+    ),
+    # ---- optim: the momentum-tracking laboratory (optarium.optim.momentum_tracking, problems.drifting)
+    ("DriftingQuadratic mu=0", lambda: _drifting().DriftingQuadratic(mu=0.0), "mu"),
+    ("DriftingQuadratic mu>L", lambda: _drifting().DriftingQuadratic(mu=2.0, L=1.0), "mu"),
+    ("DriftingQuadratic drift='x'", lambda: _drifting().DriftingQuadratic(drift="x"), "drift"),
+    ("DriftingQuadratic delta=nan", lambda: _drifting().DriftingQuadratic(delta=NAN), "delta"),
+    ("DriftingQuadratic omega=4", lambda: _drifting().DriftingQuadratic(omega=4.0), "omega"),
+    ("DriftingQuadratic.realise seeds=[]", lambda: _drifting().DriftingQuadratic().realise([], 5), "seeds"),
+    (
+        "DriftingQuadratic.with_scales foo",
+        lambda: _drifting().DriftingQuadratic().with_scales(mu=1.0),
+        "scales",
+    ),
+    ("drift_path kind='x'", lambda: _drifting().drift_path("x", 5, 3, torch.Generator()), "kind"),
+    (
+        "switch_path switch_every=0",
+        lambda: _drifting().switch_path(5, 3, torch.Generator(), 0),
+        "switch_every",
+    ),
+    ("rotation_path dim=1", lambda: _drifting().rotation_path(5, 1, torch.Generator()), "dim"),
+    ("drift_statistics theta shape", lambda: _drifting().drift_statistics(_x(4, 3), _x(2)), "theta"),
+    ("log_spaced_eigenvalues dim=1 mu!=L", lambda: _drifting().log_spaced_eigenvalues(1, 0.1, 1.0), "mu"),
+    (
+        "track beta=1",
+        lambda: optim.track(_drifting().DriftingQuadratic(dim=3), "heavy_ball", 0.5, 1.0),
+        "beta",
+    ),
+    ("track lr=0", lambda: optim.track(_drifting().DriftingQuadratic(dim=3), "sgd", 0.0), "lr"),
+    ("track problem=str", lambda: optim.track("q", "sgd", 0.5), "problem"),
+    ("track method='adam'", lambda: optim.track(_drifting().DriftingQuadratic(dim=3), "adam", 0.5), "method"),
+    (
+        "tracking_decomposition beta=nan",
+        lambda: optim.tracking_decomposition(_drifting().DriftingQuadratic(dim=3), "heavy_ball", 0.5, NAN, 5),
+        "beta",
+    ),
+    ("batched_errors weights shape", lambda: _batched_errors(1.0, 4), "weights"),
+    ("batched_errors lr nan", lambda: _batched_errors(NAN, 5), "lr"),
+    (
+        "analytic_error_curve drift='x'",
+        lambda: optim.analytic_error_curve("sgd", 0.5, 0.0, _x(3).abs(), 5, drift="x"),
+        "drift",
+    ),
+    (
+        "stationary_error noise_std=nan",
+        lambda: optim.stationary_error("sgd", 0.5, 0.0, _x(3).abs(), noise_std=NAN),
+        "noise_std",
+    ),
+    ("stability_limit lam=0", lambda: optim.momentum_tracking.stability_limit("sgd", 0.0, 0.0), "lam"),
+    ("raw_lr parametrization='x'", lambda: optim.momentum_tracking.raw_lr(0.5, 0.5, "x"), "parametrization"),
+    (
+        "iteration_matrix method='x'",
+        lambda: optim.momentum_tracking.iteration_matrix("x", 0.5, 0.5, 1.0),
+        "method",
+    ),
+    # ---- optim: curvature diagnostics (optarium.optim.diagnostics)
+    ("hvp x 2-D", lambda: diag.hvp(lambda z: (z**2).sum(), torch.ones(2, 2)), "x"),
+    ("hvp f not callable", lambda: diag.hvp(3, torch.ones(3)), "f"),
+    ("hessian x nan", lambda: diag.hessian(lambda z: (z**2).sum(), _nan(4)), "x"),
+    ("top_eigenvalue tol=0", lambda: diag.top_eigenvalue(_sq, _x(4), tol=0.0), "tol"),
+    ("top_eigenvalue method", lambda: diag.top_eigenvalue(_sq, _x(4), method="qr"), "method"),
+    ("top_eigenvalue v0=0", lambda: diag.top_eigenvalue(_sq, _x(4), v0=torch.zeros(4)), "v0"),
+    ("sharpness model", lambda: diag.sharpness("net", torch.nn.functional.mse_loss, (_x(2), _x(2))), "model"),
+    (
+        "SharpnessTracker ncv=1",
+        lambda: diag.SharpnessTracker(
+            torch.nn.Linear(2, 1), torch.nn.functional.mse_loss, (torch.ones(3, 2), torch.ones(3, 1)), ncv=1
+        ),
+        "ncv",
+    ),
     # ---- soft: NaN (the family policy), wrong type, bad softness/mode/method, bad dim, bad k
     ("soft.sort NaN", lambda: so.sort(_nan(4, 5)), "x"),
     ("soft.sort hard NaN", lambda: so.sort(_nan(4, 5), mode="hard"), "x"),

@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from optarium.optim.diagnostics import flat_loss, hessian, hvp, sharpness, top_eigenvalue
+from optarium.optim import diagnostics
+from optarium.optim.diagnostics import SharpnessTracker, flat_loss, hessian, hvp, sharpness, top_eigenvalue
 from optarium.problems.datasets import load_digits
 
 F64 = torch.float64
@@ -131,3 +132,77 @@ def test_bad_points_and_models() -> None:
         sharpness(lambda x: x, torch.nn.functional.mse_loss, (torch.ones(2), torch.ones(2)))
     with pytest.raises(ValueError, match="batch:"):
         sharpness(torch.nn.Linear(2, 1), torch.nn.functional.mse_loss, (torch.ones(2),))
+
+
+def _mlp_problem(seed: int = 0) -> tuple[torch.nn.Module, object, tuple[torch.Tensor, torch.Tensor]]:
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 12), torch.nn.Tanh(), torch.nn.Linear(12, 10)).to(F64)
+
+    def loss_fn(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return 0.5 * ((out - target) ** 2).sum(1).mean()
+
+    return model, loss_fn, _pooled_digits()
+
+
+def test_reverse_and_forward_products_agree() -> None:
+    model, loss_fn, batch = _mlp_problem(1)
+    f, x = flat_loss(model, loss_fn, batch)
+    v = torch.randn(x.numel(), generator=torch.Generator().manual_seed(0), dtype=F64)
+    forward = hvp(f, x)(v)
+    reverse = diagnostics._reverse_hvp(f, x)(v)
+    torch.testing.assert_close(reverse, forward, rtol=1e-10, atol=1e-12)
+    a = top_eigenvalue(f, x, tol=1e-8, products="forward").value
+    b = top_eigenvalue(f, x, tol=1e-8, products="reverse").value
+    assert a == pytest.approx(b, rel=1e-7)
+    # an affine function has a zero Hessian in both modes
+    lin = top_eigenvalue(lambda z: z.sum() * 2.0, torch.ones(5, dtype=F64), which="LM", method="power")
+    assert lin.value == 0.0
+
+
+def test_warm_start_from_the_eigenvector_needs_fewer_products() -> None:
+    _, f = _quadratic([9.0, 8.5, 8.0, 3.0, 2.0, 1.0, 0.5, 0.1, -1.0, 0.2], seed=5)
+    x = torch.zeros(10, dtype=F64)
+    cold = top_eigenvalue(f, x, tol=1e-10, ncv=4)
+    warm = top_eigenvalue(f, x, tol=1e-10, ncv=4, v0=cold.vector + 1e-6)
+    assert warm.value == pytest.approx(cold.value, rel=1e-9) == 9.0
+    assert warm.n_hvp < cold.n_hvp
+
+
+def test_tracker_matches_cold_estimates_along_a_trajectory_and_is_deterministic() -> None:
+    model, loss_fn, batch = _mlp_problem(2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    track = SharpnessTracker(model, loss_fn, batch, tol=1e-9, seed=3)
+    values, cold_values = [], []
+    for _ in range(4):
+        values.append(track())
+        cold_values.append(sharpness(model, loss_fn, batch, tol=1e-9))
+        opt.zero_grad()
+        loss_fn(model(batch[0]), batch[1]).backward()
+        opt.step()
+    assert values == pytest.approx(cold_values, rel=1e-6)
+    assert track.n_hvp > 0 and track.vector is not None
+    model2, _, _ = _mlp_problem(2)
+    again = SharpnessTracker(model2, loss_fn, batch, tol=1e-9, seed=3)
+    assert again() == values[0]
+
+
+def test_bad_warm_starts_products_and_tracker_arguments() -> None:
+    f = lambda z: (z**2).sum()  # noqa: E731
+    x = torch.ones(4, dtype=F64)
+    with pytest.raises(ValueError, match="products"):
+        top_eigenvalue(f, x, products="central")
+    with pytest.raises(ValueError, match="v0"):
+        top_eigenvalue(f, x, v0=torch.zeros(4, dtype=F64))
+    with pytest.raises(ValueError, match="v0"):
+        top_eigenvalue(f, x, v0=torch.ones(3, dtype=F64))
+    with pytest.raises(TypeError, match="v0"):
+        top_eigenvalue(f, x, v0=[1.0, 0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="ncv"):
+        top_eigenvalue(f, x, ncv=1)
+    model, loss_fn, batch = _mlp_problem()
+    with pytest.raises(ValueError, match="tol"):
+        SharpnessTracker(model, loss_fn, batch, tol=-1.0)
+    with pytest.raises(ValueError, match="mix"):
+        SharpnessTracker(model, loss_fn, batch, mix=0.0)
+    with pytest.raises(ValueError, match="batch"):
+        SharpnessTracker(model, loss_fn, batch[:1])

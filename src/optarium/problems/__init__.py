@@ -4,6 +4,7 @@
   :mod:`~optarium.problems.nonconvex_logistic`,
   :mod:`~optarium.problems.weakly_convex` (with :class:`~optarium.problems.weakly_convex.WeaklyConvexOracle`):
   synthetic objectives with known constants or optima;
+- :mod:`~optarium.problems.drifting`: drifting quadratics with four drift generators (moving optima);
 - :mod:`~optarium.problems.heavy_tail`: heavy-tailed gradient noise; :mod:`~optarium.problems.sgd_simulation`:
   batched (clipped, projected) SGD runs on such oracles and the quantiles of their final metric;
 - :mod:`~optarium.problems.portfolio`: synthetic factor universes with a known model and the S&P-20 returns;
@@ -14,6 +15,7 @@ Black-box test functions live with the ``bo`` family (:mod:`optarium.bo.problems
 :mod:`optarium.bo.mo_problems`).
 """
 
+from optarium.problems.drifting import DRIFTS, DriftingQuadratic, drift_path, drift_statistics
 from optarium.problems.portfolio import NOISE_SCALE, sp500_returns, synthetic_universe
 from optarium.problems.sgd_simulation import quantile, simulate
 from optarium.problems.text_corpus import (
@@ -34,14 +36,18 @@ from optarium.problems.tiny_lm import (
 )
 
 __all__ = [
+    "DRIFTS",
     "FULL_DENSE",
     "FULL_MOE",
     "NOISE_SCALE",
     "QUICK",
+    "DriftingQuadratic",
     "TinyLM",
     "TinyLMConfig",
     "build_tiny_lm",
     "count_parameters",
+    "drift_path",
+    "drift_statistics",
     "fixed_batches",
     "quantile",
     "sample_batch",

@@ -23,7 +23,8 @@ these checks failing on an optimizer with the defect it looks for.
 
 Optimizers that re-evaluate the loss declare ``needs_closure=True``: the checks then drive them with
 ``step(closure)`` where the closure zeroes the gradients, evaluates the loss on the current batch and calls
-``backward``, as torch's own closure optimizers expect.
+``backward``, as torch's own closure optimizers expect; it back-propagates only when
+``torch.is_grad_enabled()``, so a line search may evaluate its trial points under ``torch.no_grad()``.
 """
 
 from __future__ import annotations
@@ -100,7 +101,18 @@ class OptimizerCase:
 
 def optimizer_cases() -> list[OptimizerCase]:
     """Every registered optimizer's case (the registry of the conformance suite)."""
-    from optarium.optim import AdamWPower, ClipSGD, GradPower, Lion, LionVR, ReWA, SAMPolyak
+    from optarium.optim import (
+        AdamWPower,
+        AdGD,
+        ClipSGD,
+        GradPower,
+        Lion,
+        LionVR,
+        MirrorDescent,
+        NonmonotoneLineSearchGD,
+        ReWA,
+        SAMPolyak,
+    )
 
     def sgd_power(params: Iterable[Any], *, lr: float, foreach: bool | None = None, **kw: Any) -> Any:
         return GradPower(torch.optim.SGD(params, lr=lr, foreach=foreach), foreach=foreach, **kw)
@@ -117,6 +129,24 @@ def optimizer_cases() -> list[OptimizerCase]:
     def lion(params: Iterable[Any], **kw: Any) -> Any:
         return Lion(params, **kw)
 
+    def mirror_descent(params: Iterable[Any], **kw: Any) -> Any:
+        return MirrorDescent(params, **kw)
+
+    _ENTROPIC_ON_THE_SIMPLEX = (
+        "the entropic map keeps every parameter on the probability simplex (last dimension), where the "
+        "check's unconstrained minimiser is not reachable; its known-optimum checks are the zero-noise "
+        "convergence on the quadratic over the simplex and the simplex invariant in "
+        "tests/optim/test_levy_mirror.py"
+    )
+    mirror_invalid = [
+        ({"lr": -1e-3}, "lr"),
+        ({"lr": float("nan")}, "lr"),
+        ({"variant": "eager"}, "variant"),
+        ({"mirror": "spherical"}, "mirror"),
+        ({"infeasible": "clip"}, "infeasible"),
+        ({"feasibility_tol": -1.0}, "feasibility_tol"),
+    ]
+
     def lion_vr(params: Iterable[Any], **kw: Any) -> Any:
         return LionVR(params, **kw)
 
@@ -124,6 +154,29 @@ def optimizer_cases() -> list[OptimizerCase]:
         return SAMPolyak(
             params, **kw
         )  # the Polyak step replaces lr (each group's lr is overwritten by gamma_t)
+
+    def nonmonotone_ls(params: Iterable[Any], *, lr: float, **kw: Any) -> Any:
+        return NonmonotoneLineSearchGD(params, **kw)  # the search replaces lr (overwritten by eta_k)
+
+    def adgd(params: Iterable[Any], **kw: Any) -> Any:
+        return AdGD(params, **kw)  # lr is the first step eta_0; later steps are adaptive
+
+    nonmonotone_invalid = [
+        ({"c": 0.0}, "c"),
+        ({"c": 1.0}, "c"),
+        ({"xi": 1.5}, "xi"),
+        ({"xi": float("nan")}, "xi"),
+        ({"eta_min": 0.0}, "eta_min"),
+        ({"eta_max": 1e-7}, "eta_max"),
+        ({"mode": "wolfe"}, "mode"),
+        ({"init": "one"}, "init"),
+        ({"c_p": 0.0}, "c_p"),
+        ({"growth": 1.0}, "growth"),
+        ({"backtrack": 1.0}, "backtrack"),
+        ({"max_evals": 0}, "max_evals"),
+        ({"f_star": float("inf")}, "f_star"),
+        ({"bisect_rtol": -1.0}, "bisect_rtol"),
+    ]
 
     _POLYAK_HAS_NO_LR = (
         "the Polyak step replaces the learning rate (every group's lr is overwritten by gamma_t), so there "
@@ -244,6 +297,59 @@ def optimizer_cases() -> list[OptimizerCase]:
             needs_closure=True,
             exempt={"zero_lr": _POLYAK_HAS_NO_LR},
         ),
+        # The search needs no lr; the equality-type search (eos-large-step's reconstructed rule) with xi = 0:
+        # xi = 1 (the running mean of all losses) converges sublinearly, too slowly for these budgets.
+        OptimizerCase(
+            name="NonmonotoneLineSearchGD",
+            factory=nonmonotone_ls,
+            quadratic=(1.0, 100, 1e-6),
+            rosenbrock=(1.0, 1000, 1e-3),
+            invalid=nonmonotone_invalid,
+            kwargs={"c": 0.5, "xi": 0.0, "mode": "equality", "bisect_rtol": 1e-3},
+            needs_closure=True,
+            exempt={
+                "zero_lr": (
+                    "the line search replaces the learning rate (every group's lr is overwritten by eta_k); "
+                    "its step sizes are checked against the closed-form roots of test 2 in "
+                    "tests/optim/test_nonmonotone_ls.py"
+                )
+            },
+        ),
+        OptimizerCase(
+            name="AdGD",
+            factory=adgd,
+            quadratic=(1e-3, 600, 1e-6),
+            rosenbrock=(1e-4, 6000, 1e-3),
+            invalid=[({"lr": -1.0}, "lr"), ({"a": 0.0}, "a"), ({"eta_max": 0.0}, "eta_max")],
+        ),
+        # Mirror descent: the Euclidean map is SGD bit for bit; the entropic map works on the simplex, so the
+        # checks' unconstrained parameters are projected onto it at the first step (infeasible="project").
+        OptimizerCase(
+            name="MirrorDescent(euclidean)",
+            factory=mirror_descent,
+            quadratic=(0.15, 600, 1e-4),
+            rosenbrock=(1.9e-3, 5500, 2e-2),
+            invalid=mirror_invalid,
+            kwargs={"mirror": "euclidean"},
+        ),
+        OptimizerCase(
+            name="MirrorDescent(entropic)",
+            factory=mirror_descent,
+            quadratic=(0.15, 600, 1e-4),
+            rosenbrock=(3e-3, 5000, 2e-2),
+            invalid=mirror_invalid,
+            kwargs={"mirror": "entropic", "variant": "lazy", "infeasible": "project"},
+            exempt={
+                "quadratic_float64": _ENTROPIC_ON_THE_SIMPLEX,
+                "quadratic_float32": _ENTROPIC_ON_THE_SIMPLEX,
+                "rosenbrock": _ENTROPIC_ON_THE_SIMPLEX,
+                "zero_lr": (
+                    "the checks' parameters are off the simplex and infeasible='project' projects them at "
+                    "the first step even with lr=0; lr=0 on feasible parameters moves nothing, tested in "
+                    "tests/optim/test_levy_mirror.py"
+                ),
+            },
+        ),
         # Sign methods move every coordinate by exactly lr: they settle within about lr of the optimum.
         OptimizerCase(
             name="Lion",
@@ -285,9 +391,11 @@ def _step(case: OptimizerCase, opt: torch.optim.Optimizer, loss_fn: Callable[[],
     if case.needs_closure:
 
         def closure() -> torch.Tensor:
-            opt.zero_grad()
+            # back-propagate only with gradients enabled: a line search evaluates trial points under no_grad
             loss = loss_fn()
-            loss.backward()
+            if torch.is_grad_enabled():
+                opt.zero_grad()
+                loss.backward()
             return loss
 
         opt.step(closure)
@@ -479,9 +587,10 @@ def check_closure_contract(case: OptimizerCase, lr: float = 1e-2) -> None:
     opt = case.build([x], lr=lr)
 
     def closure() -> torch.Tensor:
-        opt.zero_grad()
         loss = (x**2).sum()
-        loss.backward()
+        if torch.is_grad_enabled():
+            opt.zero_grad()
+            loss.backward()
         return loss
 
     expected = float((x.detach() ** 2).sum())
@@ -612,9 +721,10 @@ def check_one_element_loss(case: OptimizerCase, lr: float = 1e-2) -> None:
             y = torch.sin(x.sum(1, keepdim=True))
 
             def closure(model: Any = model, opt: Any = opt, x: Any = x, y: Any = y, s: Any = shape) -> Any:
-                opt.zero_grad()
                 loss = ((model(x) - y) ** 2).mean().reshape(s)
-                loss.backward()
+                if torch.is_grad_enabled():
+                    opt.zero_grad()
+                    loss.backward()
                 return loss
 
             opt.step(closure)
