@@ -91,6 +91,70 @@ ROWS: list[Row] = [
     ("ReWA order=nan", lambda: optim.ReWA(_params(), order=NAN), "order"),
     ("ReWA base='x'", lambda: optim.ReWA(_params(), base="x"), "base"),
     ("ReWA momentum=2", lambda: optim.ReWA(_params(), momentum=2.0), "momentum"),
+    ("tilted_loss scalar losses", lambda: optim.tilted_loss(torch.tensor(1.0), 1.0), "losses"),
+    ("tilted_loss k=0", lambda: optim.tilted_loss(torch.ones(3), 0.0), "k"),
+    ("tilted_loss k=nan", lambda: optim.tilted_loss(torch.ones(3), NAN), "k"),
+    ("rs_fragility target=nan", lambda: optim.rs_fragility(torch.ones(3), NAN), "target"),
+    (
+        "rs_fragility k_bounds",
+        lambda: optim.rs_fragility(torch.ones(3), 1.0, k_bounds=(2.0, 1.0)),
+        "k_bounds",
+    ),
+    ("RSLoss target=inf", lambda: optim.RobustSatisficingLoss(target=math.inf), "target"),
+    ("RSLoss k_init=0", lambda: optim.RobustSatisficingLoss(target=1.0, k_init=0.0), "k_init"),
+    ("RSLoss k_bounds", lambda: optim.RobustSatisficingLoss(target=1.0, k_bounds=(1.0, 1.0)), "k_bounds"),
+    ("RSLoss k_rate=nan", lambda: optim.RobustSatisficingLoss(target=1.0, k_rate=NAN), "k_rate"),
+    ("RSLoss ema=0", lambda: optim.RobustSatisficingLoss(target=1.0, ema=0.0), "ema"),
+    ("RSLoss divergence", lambda: optim.RobustSatisficingLoss(target=1.0, divergence="w"), "divergence"),
+    ("RSLoss update nan", lambda: optim.RobustSatisficingLoss(target=1.0).update(NAN), "tilted"),
+    ("erm_loss int losses", lambda: optim.erm_loss(torch.ones(3, dtype=torch.long)), "losses"),
+    ("cvar_loss alpha=0", lambda: optim.cvar_loss(torch.ones(3), 0.0), "alpha"),
+    ("cvar_loss alpha=nan", lambda: optim.cvar_loss(torch.ones(3), NAN), "alpha"),
+    ("chi2_dro_loss rho=-1", lambda: optim.chi2_dro_loss(torch.ones(3), -1.0), "rho"),
+    ("GroupDROLoss n_groups=0", lambda: optim.GroupDROLoss(0), "n_groups"),
+    ("GroupDROLoss step_size=nan", lambda: optim.GroupDROLoss(2, step_size=NAN), "step_size"),
+    (
+        "GroupDROLoss groups range",
+        lambda: optim.GroupDROLoss(2)(torch.ones(2), torch.tensor([0, 5])),
+        "groups",
+    ),
+    ("jtt_weights float mask", lambda: optim.jtt_weights(torch.ones(3), 2.0), "misclassified"),
+    ("jtt_weights upweight=0", lambda: optim.jtt_weights(torch.ones(3).bool(), 0.0), "upweight"),
+    (
+        "RotatedAdamW precondition_frequency=0",
+        lambda: optim.RotatedAdamW(_params(), precondition_frequency=0),
+        "precondition_frequency",
+    ),
+    ("RotatedAdamW betas=(1, .9)", lambda: optim.RotatedAdamW(_params(), betas=(1.0, 0.9)), "betas"),
+    ("RotatedAdamW lr=nan", lambda: optim.RotatedAdamW(_params(), lr=NAN), "lr"),
+    (
+        "RotatedAdamW shampoo_beta=nan",
+        lambda: optim.RotatedAdamW(_params(), shampoo_beta=NAN),
+        "shampoo_beta",
+    ),
+    ("RotatedAdamW geometry='x'", lambda: optim.RotatedAdamW(_params(), geometry="x"), "geometry"),
+    ("RotatedAdamW bases without oracle", lambda: optim.RotatedAdamW(_params(), bases={}), "bases"),
+    ("basis_alignment hessian 2x3", lambda: optim.basis_alignment(torch.ones(2, 3)), "hessian"),
+    ("basis_alignment basis shape", lambda: optim.basis_alignment(torch.eye(3), torch.eye(2)), "basis"),
+    (
+        "AsyncPipelineSimulator delays<0",
+        lambda: optim.AsyncPipelineSimulator(
+            torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)),
+            2,
+            delays=[0, -1],
+            optimizer_factory=lambda ps: torch.optim.SGD(ps, lr=0.1),
+        ),
+        "delays",
+    ),
+    (
+        "AsyncPipelineSimulator stages>units",
+        lambda: optim.AsyncPipelineSimulator(
+            torch.nn.Sequential(torch.nn.Linear(2, 1)),
+            2,
+            optimizer_factory=lambda ps: torch.optim.SGD(ps, lr=0.1),
+        ),
+        "stages",
+    ),
     ("SAMPolyak rho=-1", lambda: optim.SAMPolyak(_params(), rho=-1.0), "rho"),
     ("SAMPolyak f_star=nan", lambda: optim.SAMPolyak(_params(), f_star=NAN), "f_star"),
     ("SAMPolyak gamma_max=0", lambda: optim.SAMPolyak(_params(), gamma_max=0.0), "gamma_max"),
@@ -374,7 +438,49 @@ ROWS: list[Row] = [
         lambda: sp.lasso_cv(_x(6, 3), _x(6), torch.tensor([0.1, 0.01]), 10, folds=1),
         "folds",
     ),
+    # ---- optim: gradient estimators (optarium.optim.gradient_estimators, problems.lora)
+    ("make_estimator name", lambda: optim.make_estimator("adam"), "name"),
+    ("make_estimator K=0", lambda: optim.make_estimator("fmad", num_directions=0), "num_directions"),
+    ("make_estimator eps=0", lambda: optim.make_estimator("zo", eps=0.0), "eps"),
+    ("make_estimator eps=nan", lambda: optim.make_estimator("zo", eps=NAN), "eps"),
+    ("make_estimator tangent_std=-1", lambda: optim.make_estimator("fmad", tangent_std=-1.0), "tangent_std"),
+    ("make_estimator jvp_clip=0", lambda: optim.make_estimator("fmad", jvp_clip=0.0), "jvp_clip"),
+    ("make_estimator sparse_keep=0", lambda: optim.make_estimator("zo", sparse_keep=0.0), "sparse_keep"),
+    ("make_estimator sparse_keep=2", lambda: optim.make_estimator("zo", sparse_keep=2.0), "sparse_keep"),
+    (
+        "make_estimator micro_batches=0",
+        lambda: optim.make_estimator("bp_accumulate", micro_batches=0),
+        "micro_batches",
+    ),
+    ("make_estimator zo_direction", lambda: optim.make_estimator("zo", zo_direction="x"), "zo_direction"),
+    ("make_estimator seed_trick=1", lambda: optim.make_estimator("zo", seed_trick=1), "seed_trick"),
+    (
+        "GradientEstimator.compute model",
+        lambda: optim.make_estimator("bp").compute(None, _sum, (1, 2)),
+        "model",
+    ),
+    (
+        "GradientEstimator.compute batch",
+        lambda: optim.make_estimator("bp").compute(torch.nn.Linear(2, 1), _sum, (torch.ones(1, 2),)),
+        "batch",
+    ),
+    (
+        "GradientEstimator.compute loss_fn",
+        lambda: optim.make_estimator("bp").compute(torch.nn.Linear(2, 1), None, (torch.ones(1, 2), None)),
+        "loss_fn",
+    ),
+    ("LoRALinear rank=0", lambda: _lora().LoRALinear(torch.nn.Linear(2, 2, bias=False), 0), "rank"),
+    ("LoRALinear alpha=0", lambda: _lora().LoRALinear(torch.nn.Linear(2, 2, bias=False), 1, 0.0), "alpha"),
+    ("LoRALinear bias", lambda: _lora().LoRALinear(torch.nn.Linear(2, 2), 1), "base"),
+    ("TinyLMClassifier lm", lambda: _lora().TinyLMClassifier(torch.nn.Linear(2, 2)), "lm"),
+    ("add_lora model", lambda: _lora().add_lora(torch.nn.Linear(2, 2), 1), "model"),
 ]
+
+
+def _lora() -> Any:
+    import optarium.problems.lora as lora
+
+    return lora
 
 
 #: Rows that fail today, each a silent acceptance or an unnamed error found by this sweep, left to the

@@ -83,15 +83,22 @@ RULE = " ".join(
     iterations 0-10) fails. (iii), outside the overall verdict: the capped search against the uncapped one,
     paired test accuracy and late-phase rate log(L(T/2)/L(T)); reproduced if either is better by > 2 SE, not
     reproduced if neither is better and one is worse by > 2 SE, else inconclusive. Reported: final train
-    loss, test accuracy, final sharpness, iterations to L <= 0.2 L_0.
+    loss, test accuracy, final sharpness, iterations to L <= 0.2 L_0. Also reported at quick, outside the
+    verdict: the Polyak step (c_p = 1), Barzilai-Borwein and SAM (rho 0.05, step 1/S_0): F, final/initial
+    loss, final sharpness, divergences.
     """.split()
 )
 
 TOY_STARTS: tuple[tuple[float, float], ...] = ((4.0, 0.1), (2.0, 0.3))
 TOY_METHODS = ("toy-gd", "toy-nm", "toy-adgd")
 QUICK_MLP = ("mlp-nm", "mlp-armijo", "mlp-control")
+#: The issue's remaining baselines, run at quick and reported only (outside the verdict): the classic Polyak
+#: step (mode "none", c_p = 1, f* = 0), the Barzilai-Borwein step (mode "none", init "bb") and SAM (rho 0.05,
+#: the constant step 1/S_0 of constant GD; optarium.optim.sam_step, which equals pytorch-optimizer's SAM).
+QUICK_REPORTED = ("mlp-polyak", "mlp-bb", "mlp-sam")
+SAM_RHO = 0.05
 FULL_MLP = ("full-nm", "full-nm-capped", "full-armijo", "full-adgd", "full-gd1", "full-gd3")
-METHODS = (*TOY_METHODS, *QUICK_MLP, *FULL_MLP)
+METHODS = (*TOY_METHODS, *QUICK_MLP, *QUICK_REPORTED, *FULL_MLP)
 BASELINES = tuple(m for m in METHODS if not m.endswith("-nm") and m != "full-nm-capped")
 
 #: The search's settings (the spec's; PoNoS defaults where the spec gives none).
@@ -131,7 +138,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "s_every": 10,
         "s_first": 0,
         "control_iters": 3,
-        "methods": [*TOY_METHODS, *QUICK_MLP],
+        "methods": [*TOY_METHODS, *QUICK_MLP, *QUICK_REPORTED],
     },
     "quick": {
         **_BASE,
@@ -141,7 +148,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "iters": 300,
         "s_every": 10,
         "s_first": 0,
-        "methods": [*TOY_METHODS, *QUICK_MLP],
+        "methods": [*TOY_METHODS, *QUICK_MLP, *QUICK_REPORTED],
     },
     "full": {
         **_BASE,
@@ -249,6 +256,19 @@ def _mse(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return 0.5 * ((out - target) ** 2).sum(dim=1).mean()
 
 
+class _SAM(torch.optim.Optimizer):
+    """Constant-step SAM as an optimizer object for the loop: ``step(closure)`` is one ``sam_step``."""
+
+    def __init__(self, params: Sequence[torch.Tensor], *, lr: float, rho: float) -> None:
+        super().__init__(params, {"lr": lr, "rho": rho})
+
+    def step(self, closure: Any = None) -> torch.Tensor:  # type: ignore[override]
+        from optarium.optim import sam_step
+
+        group = self.param_groups[0]
+        return sam_step(group["params"], closure, lr=group["lr"], rho=group["rho"])
+
+
 def _sampled(k: int, config: Mapping[str, Any]) -> bool:
     every, first, iters = config["s_every"], config["s_first"], config["iters"]
     return k < first or k % every in (0, 1) or (config["s_last"] and k == iters - 1)
@@ -283,6 +303,12 @@ def _run_mlp(ctx: Any, kind: str, seed: int, config: Mapping[str, Any]) -> None:
         opt = NonmonotoneLineSearchGD(params, **ARMIJO)
     elif kind == "adgd":
         opt = AdGD(params, lr=1e-6, a=2.0)
+    elif kind == "polyak":
+        opt = NonmonotoneLineSearchGD(params, **{**SEARCH, "mode": "none", "init": "polyak", "c_p": 1.0})
+    elif kind == "bb":
+        opt = NonmonotoneLineSearchGD(params, **{**SEARCH, "mode": "none", "init": "bb"})
+    elif kind == "sam":
+        opt = _SAM(params, lr=1.0 / s0, rho=SAM_RHO)
     else:
         factor = {"control": 0.5, "gd1": 1.0, "gd3": 3.0}[kind]
         opt = torch.optim.SGD(params, lr=factor / s0)
@@ -479,6 +505,22 @@ def _decide_quick(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any
         parts["loss"] = "reproduced" if ok else "not reproduced"
     if not control:
         parts["control"] = "inconclusive"
+    for m in QUICK_REPORTED:  # reported only: F, final/initial loss, final sharpness
+        st = _eos_stats(records, m)
+        if not st:
+            continue
+        key = m.removeprefix("mlp-")
+        figures[f"{key}_F_mean"], figures[f"{key}_F_se"] = mean_se([v["F"] for v in st.values()])
+        ratios = [v["final_loss"] / v["loss0"] for v in st.values()]
+        figures[f"{key}_loss_ratio_mean"] = statistics.fmean(ratios)
+        finite_s = [v["S_T"] for v in st.values() if math.isfinite(v.get("S_T", math.nan))]
+        if finite_s:
+            figures[f"{key}_S_T_mean"] = statistics.fmean(finite_s)
+        figures[f"{key}_diverged"] = sum(1 for v in st.values() if not math.isfinite(v["final_loss"]))
+    for key, st in (("nm", nm), ("armijo", ar)):
+        finite_s = [v["S_T"] for v in st.values() if math.isfinite(v.get("S_T", math.nan))]
+        if finite_s:
+            figures[f"{key}_S_T_mean"] = statistics.fmean(finite_s)
 
 
 def _decide_full(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any], figures: dict[str, Any],

@@ -1,8 +1,10 @@
 """Optimizers: ``torch.optim.Optimizer`` subclasses and optimizer wrappers, one module per method."""
 
 from optarium.optim._nonfinite import NONFINITE_POLICIES, NonFiniteGradientError
+from optarium.optim.basis_rotation import AsyncPipelineSimulator, RotatedAdamW, basis_alignment
 from optarium.optim.clip_sgd import CLIP_MODES, BallProjection, ClipSGD, clip_by_norm
 from optarium.optim.functional import foreach_sign_power, sign_power
+from optarium.optim.gradient_estimators import ESTIMATORS, CostCounters, GradientEstimator, make_estimator
 from optarium.optim.gradpower import AdamWPower, GradPower
 from optarium.optim.implicit_bias import (
     DiagonalLinearNet,
@@ -25,24 +27,39 @@ from optarium.optim.momentum_tracking import (
 )
 from optarium.optim.nonmonotone_ls import LINE_SEARCH_INITS, LINE_SEARCH_MODES, AdGD, NonmonotoneLineSearchGD
 from optarium.optim.rewa import ReWA, from_hidden, to_hidden
+from optarium.optim.robust_satisficing import (
+    GroupDROLoss,
+    RobustSatisficingLoss,
+    chi2_dro_loss,
+    cvar_loss,
+    erm_loss,
+    jtt_weights,
+    rs_fragility,
+    tilted_loss,
+)
 from optarium.optim.sam import sam_step
 from optarium.optim.sam_polyak import SAM_SPS, SAMPolyak
 from optarium.optim.schedules import cosine_schedule, wsd_schedule
 
 __all__ = [
     "CLIP_MODES",
+    "ESTIMATORS",
     "LINE_SEARCH_INITS",
     "LINE_SEARCH_MODES",
     "NONFINITE_POLICIES",
     "SAM_SPS",
     "AdGD",
     "AdamWPower",
+    "AsyncPipelineSimulator",
     "BallProjection",
     "ClipSGD",
+    "CostCounters",
     "DiagonalLinearNet",
     "Entropic",
     "Euclidean",
     "GradPower",
+    "GradientEstimator",
+    "GroupDROLoss",
     "LRSweep",
     "Lion",
     "LionVR",
@@ -50,25 +67,35 @@ __all__ = [
     "NonFiniteGradientError",
     "NonmonotoneLineSearchGD",
     "ReWA",
+    "RobustSatisficingLoss",
+    "RotatedAdamW",
     "SAMPolyak",
     "analytic_error_curve",
+    "basis_alignment",
     "batched_errors",
+    "chi2_dro_loss",
     "clip_by_norm",
     "cosine_schedule",
+    "cvar_loss",
     "dln_gd",
     "dln_sharpness",
+    "erm_loss",
     "foreach_sign_power",
     "from_hidden",
+    "jtt_weights",
     "levy_mirror_flow",
     "lion_update_",
     "lr_grid",
     "lr_sweep",
+    "make_estimator",
     "max_stable_lr",
     "min_l1_interpolator",
     "mirror_descent",
+    "rs_fragility",
     "sam_step",
     "sign_power",
     "stationary_error",
+    "tilted_loss",
     "to_hidden",
     "track",
     "tracking_decomposition",

@@ -111,6 +111,7 @@ def optimizer_cases() -> list[OptimizerCase]:
         MirrorDescent,
         NonmonotoneLineSearchGD,
         ReWA,
+        RotatedAdamW,
         SAMPolyak,
     )
 
@@ -122,6 +123,9 @@ def optimizer_cases() -> list[OptimizerCase]:
 
     def clip_sgd(params: Iterable[Any], **kw: Any) -> Any:
         return ClipSGD(params, **kw)
+
+    def rotated_adamw(params: Iterable[Any], **kw: Any) -> Any:
+        return RotatedAdamW(params, **kw)
 
     def rewa(params: Iterable[Any], **kw: Any) -> Any:
         return ReWA(params, **kw)
@@ -228,6 +232,23 @@ def optimizer_cases() -> list[OptimizerCase]:
         ({"weight_decay": -0.1}, "weight_decay"),
     ]
     return [
+        # RotatedAdamW: the checks' 1-D tensors take its AdamW path; the rotation is covered by
+        # tests/optim/test_basis_rotation.py (identity basis == AdamW, oracle quadratic, SOAP agreement)
+        OptimizerCase(
+            name="RotatedAdamW",
+            factory=rotated_adamw,
+            quadratic=(1e-3, 6000, 1e-4),
+            rosenbrock=(2e-2, 7000, 1e-3),
+            invalid=[
+                ({"lr": -1e-3}, "lr"),
+                ({"betas": (1.0, 0.95)}, "betas"),
+                ({"shampoo_beta": 1.0}, "shampoo_beta"),
+                ({"precondition_frequency": 0}, "precondition_frequency"),
+                ({"eps": -1.0}, "eps"),
+                ({"weight_decay": -0.1}, "weight_decay"),
+                ({"geometry": "x"}, "geometry"),
+            ],
+        ),
         OptimizerCase(
             name="AdamWPower",
             factory=adamw_power,

@@ -1,0 +1,248 @@
+"""The RS criterion, the reconstructed IRS controller and the DRO baselines (spec tests 1-8)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from optarium.optim.robust_satisficing import (
+    GroupDROLoss,
+    RobustSatisficingLoss,
+    chi2_dro_loss,
+    cvar_loss,
+    erm_loss,
+    jtt_weights,
+    rs_fragility,
+    tilted_loss,
+)
+
+torch.set_num_threads(1)
+
+
+def _u03(dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
+    return 3.0 * torch.rand(64, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).to(dtype)
+
+
+def test_tilted_large_k_matches_variance_expansion_float64() -> None:
+    x = _u03(torch.float64)
+    k = 1e6
+    gap = float(tilted_loss(x, k) - x.mean())
+    expected = float(x.var(unbiased=False)) / (2 * k)
+    assert abs(gap - expected) / expected < 1e-2
+
+
+def test_tilted_large_k_float32_accurate() -> None:
+    for seed in range(5):
+        x = _u03(torch.float32, seed)
+        val = tilted_loss(x, 1e6)
+        assert val.dtype == torch.float32
+        assert abs(float(val.detach()) - float(x.mean())) <= 1e-6 * float(x.mean())
+
+
+def test_tilted_small_k_is_max() -> None:
+    x = _u03(torch.float64)
+    k = 1e-4
+    val = float(tilted_loss(x, k))
+    assert float(x.max()) - k * math.log(64) - 1e-12 <= val <= float(x.max()) + 1e-12
+
+
+def test_tilted_gradient_is_softmax_weighted() -> None:
+    gen = torch.Generator().manual_seed(1)
+    w = torch.randn(5, 3, dtype=torch.float64, generator=gen, requires_grad=True)
+    x = torch.randn(12, 5, dtype=torch.float64, generator=gen)
+    y = torch.randint(0, 3, (12,), generator=gen)
+    for k in (0.3, 2.0, 1e4):
+        losses = F.cross_entropy(x @ w, y, reduction="none")
+        (g,) = torch.autograd.grad(tilted_loss(losses, k), w, retain_graph=True)
+        weights = torch.softmax(losses.detach() / k, 0)
+        ref = torch.zeros_like(w)
+        for i in range(12):
+            (gi,) = torch.autograd.grad(losses[i], w, retain_graph=True)
+            ref += weights[i] * gi
+        torch.testing.assert_close(g, ref, rtol=1e-10, atol=1e-12)
+
+
+def test_tilted_stable_with_huge_losses() -> None:
+    p = torch.linspace(0, 1e4, 16, dtype=torch.float32).requires_grad_(True)
+    val = tilted_loss(p * 1.0, 1e-2)
+    val.backward()
+    assert math.isfinite(float(val.detach())) and torch.isfinite(p.grad).all()
+    assert abs(float(val.detach()) - 1e4) <= 1e-2 * math.log(16) + 1.0
+
+
+def test_rs_fragility_is_the_boundary() -> None:
+    x = _u03(torch.float64)
+    tau = float(x.mean()) + 0.3
+    k = rs_fragility(x, tau)
+    assert math.isclose(float(tilted_loss(x, k)), tau, rel_tol=1e-8)
+    assert float(tilted_loss(x, 0.99 * k)) > tau
+    assert rs_fragility(x, float(x.mean()) - 1e-3) == math.inf
+    assert rs_fragility(x, float(x.max()) + 1.0, k_bounds=(1e-3, 1e3)) == 1e-3
+
+
+def test_k_dynamics_monotone_and_bounded() -> None:
+    irs = RobustSatisficingLoss(target=1.0, k_bounds=(1e-2, 1e2))
+    ks = [irs.update(0.5) for _ in range(400)]  # J below tau: k falls to k_min
+    assert all(b <= a for a, b in itertools.pairwise(ks)) and ks[-1] == 1e-2
+    ks = [irs.update(2.0) for _ in range(2000)]  # J above tau: k rises to k_max
+    assert all(b >= a for a, b in itertools.pairwise(ks[20:])) and ks[-1] == 1e2
+    assert all(1e-2 <= k <= 1e2 for k in ks)
+    assert irs.update(1e300) == 1e2 and irs.k == 1e2  # an exploding loss saturates k, never overflows
+    assert irs.fragility == irs.k
+
+
+def _quick_mlp(seed: int) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2))
+
+
+def _train(irs: RobustSatisficingLoss | None, epochs: int, seed: int = 0, p_major: float = 0.5) -> tuple:
+    from optarium.problems.distribution_shift import spurious_correlation
+
+    d = spurious_correlation(seed, n_train=1000, n_test_per_group=250, p_major=p_major)
+    model = _quick_mlp(seed)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    gen = torch.Generator().manual_seed(seed)
+    x, y = d["train"].x, d["train"].y
+    for _ in range(epochs):
+        perm = torch.randperm(len(y), generator=gen)
+        for i in range(0, len(y), 64):
+            idx = perm[i : i + 64]
+            losses = F.cross_entropy(model(x[idx]), y[idx], reduction="none")
+            loss = irs(losses) if irs is not None else losses.mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if irs is not None:
+                irs.update(loss)
+    with torch.no_grad():
+        train_loss = float(F.cross_entropy(model(x), y))
+        acc = float((model(d["test"].x).argmax(1) == d["test"].y).float().mean())
+    return train_loss, acc
+
+
+def test_infeasible_target_flagged() -> None:
+    irs = RobustSatisficingLoss(target=1e-4, k_bounds=(1e-2, 1e3), infeasible_after=20)
+    _train(irs, epochs=2)
+    assert irs.k == 1e3 and irs.infeasible_target
+    assert irs.state_dict()["infeasible_target"] is True
+
+
+def test_no_shift_tight_target_equals_erm() -> None:
+    erm_loss_final, erm_acc = _train(None, epochs=5)
+    irs = RobustSatisficingLoss(target=(1 + 1e-3) * erm_loss_final)
+    _, irs_acc = _train(irs, epochs=5)
+    assert irs.k == irs.k_max
+    assert abs(irs_acc - erm_acc) <= 0.01
+
+
+def test_one_forward_one_backward_per_step() -> None:
+    model = _quick_mlp(0)
+    counts = {"fwd": 0, "bwd": 0}
+    model.register_forward_hook(lambda *a: counts.__setitem__("fwd", counts["fwd"] + 1))
+    model[0].register_full_backward_hook(lambda *a: counts.__setitem__("bwd", counts["bwd"] + 1))
+    irs = RobustSatisficingLoss(target=0.5)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(32, 16, requires_grad=True), torch.randint(0, 2, (32,))
+    for _ in range(3):
+        loss = irs(F.cross_entropy(model(x), y, reduction="none"))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        irs.update(loss)
+    assert counts == {"fwd": 3, "bwd": 3}
+
+
+def test_state_dict_round_trip() -> None:
+    a = RobustSatisficingLoss(target=0.4)
+    for v in (0.3, 0.2, 0.5):
+        a.update(v)
+    b = RobustSatisficingLoss(target=1.0)
+    b.load_state_dict(a.state_dict())
+    assert a.update(0.1) == b.update(0.1) and a.J == b.J
+
+
+def test_cvar_exact() -> None:
+    x = torch.tensor([1.0, 5.0, 2.0, 4.0, 3.0], dtype=torch.float64)
+    assert float(cvar_loss(x, 0.4)) == pytest.approx(4.5)
+    assert float(cvar_loss(x, 0.3)) == pytest.approx((5 + 0.5 * 4) / 1.5)
+    assert float(cvar_loss(x, 1.0)) == pytest.approx(3.0)
+    assert float(erm_loss(x)) == pytest.approx(3.0)
+
+
+def test_chi2_small_rho_closed_form_and_weights() -> None:
+    x = 1.0 + 0.1 * torch.randn(50, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    x.requires_grad_(True)
+    rho = 0.05
+    val = chi2_dro_loss(x, rho)
+    ref = x.mean() + math.sqrt(2 * rho) * x.std(unbiased=False)
+    assert float(val.detach()) == pytest.approx(float(ref.detach()), rel=1e-9)
+    (g,) = torch.autograd.grad(val, x)
+    assert g.min() >= 0 and float(g.sum()) == pytest.approx(1.0, abs=1e-9)
+    q = g.detach()  # the worst-case weights meet the chi^2 budget
+    assert float(0.5 * ((50 * q - 1) ** 2).mean()) == pytest.approx(rho, rel=1e-6)
+
+
+def test_chi2_primal_dual_certificate() -> None:
+    """The autograd weights are a feasible primal q whose value equals the dual value: both are optimal."""
+    from scipy.optimize import minimize_scalar
+
+    x0 = _u03(torch.float64)
+    for rho in (0.5, 2.0, 100.0):
+        x = x0.clone().requires_grad_(True)
+        val = chi2_dro_loss(x, rho)
+        (q,) = torch.autograd.grad(val, x)
+        assert q.min() >= 0 and float(q.sum()) == pytest.approx(1.0, abs=1e-12)
+        assert float(0.5 * ((64 * q - 1) ** 2).mean()) <= rho * (1 + 1e-9)
+        assert float((q * x0).sum()) == pytest.approx(float(val.detach()), rel=1e-12)
+        c = math.sqrt(1 + 2 * rho)
+        xs = x0.numpy()
+
+        def dual(eta: float, c: float = c, xs=xs) -> float:  # type: ignore[no-untyped-def]
+            r = (xs - eta).clip(min=0.0)
+            return eta + c * math.sqrt((r * r).mean())
+
+        ref = minimize_scalar(dual, bounds=(-10.0, 3.0), method="bounded", options={"xatol": 1e-10}).fun
+        assert float(val.detach()) <= ref + 1e-12 and float(val.detach()) == pytest.approx(ref, rel=1e-7)
+
+
+def test_group_dro_upweights_worst_group() -> None:
+    gdro = GroupDROLoss(3, step_size=1.0)
+    losses = torch.tensor([0.1, 0.1, 1.0, 1.0, 0.2], dtype=torch.float64)
+    groups = torch.tensor([0, 0, 1, 1, 2])
+    for _ in range(5):
+        val = gdro(losses, groups)
+    assert int(gdro.q.argmax()) == 1 and float(gdro.q.sum()) == pytest.approx(1.0)
+    assert float(val.detach()) == pytest.approx(
+        float((gdro.q * torch.tensor([0.1, 1.0, 0.2], dtype=torch.float64)).sum())
+    )
+
+
+def test_jtt_weights() -> None:
+    w = jtt_weights(torch.tensor([True, False, True]), 20.0)
+    assert w.tolist() == [20.0, 1.0, 20.0]
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda: tilted_loss(torch.tensor(1.0), 1.0), "losses"),
+        (lambda: tilted_loss(torch.ones(3), 0.0), "k"),
+        (lambda: RobustSatisficingLoss(target=1.0, k_init=0.0), "k_init"),
+        (lambda: RobustSatisficingLoss(target=1.0, k_bounds=(1.0, 1.0)), "k_bounds"),
+        (lambda: RobustSatisficingLoss(target=math.inf), "target"),
+        (lambda: RobustSatisficingLoss(target=1.0, divergence="w"), "divergence"),
+        (lambda: cvar_loss(torch.ones(3), 0.0), "alpha"),
+        (lambda: chi2_dro_loss(torch.ones(3), -1.0), "rho"),
+        (lambda: GroupDROLoss(0), "n_groups"),
+        (lambda: jtt_weights(torch.ones(3), 2.0), "misclassified"),
+    ],
+)
+def test_bad_input(call, name: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises((ValueError, TypeError)) as e:
+        call()
+    assert str(e.value).startswith(name)
