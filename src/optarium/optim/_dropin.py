@@ -51,6 +51,18 @@ class DropInOptimizer(Optimizer):
     #: Instance attributes kept by ``pickle`` and ``copy.deepcopy`` (in addition to torch's three).
     config_attrs: ClassVar[tuple[str, ...]] = ("foreach", "nonfinite", "skipped_steps")
 
+    def _groups_with_grads(self) -> list[tuple[dict[str, Any], list[Any]]]:
+        """``(group, params with a gradient)`` for every group that has one; sparse gradients are refused with
+        ``ValueError`` naming ``grad`` and the optimizer (the family's dense-only rule, in one place)."""
+        out = []
+        for group in self.param_groups:
+            params = [p for p in group["params"] if p.grad is not None]
+            if any(p.grad.is_sparse for p in params):
+                raise ValueError(f"grad: {type(self).__name__} does not support sparse gradients")
+            if params:
+                out.append((group, params))
+        return out
+
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
         for name in self.config_attrs:

@@ -285,13 +285,7 @@ class ClipSGD(DropInOptimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        groups: list[tuple[dict[str, Any], list[torch.Tensor], list[torch.Tensor]]] = []
-        for group in self.param_groups:
-            params = [p for p in group["params"] if p.grad is not None]
-            if any(p.grad.is_sparse for p in params):
-                raise ValueError("grad: ClipSGD does not support sparse gradients")
-            if params:
-                groups.append((group, params, [p.grad for p in params]))
+        groups = [(group, params, [p.grad for p in params]) for group, params in self._groups_with_grads()]
         grads = [g for _, _, gs in groups for g in gs]
         if not grads:
             self._norm_cache = {}

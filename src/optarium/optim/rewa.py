@@ -303,13 +303,7 @@ class ReWA(DropInOptimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        work = []
-        for group in self.param_groups:
-            params = [p for p in group["params"] if p.grad is not None]
-            if any(p.grad.is_sparse for p in params):
-                raise ValueError("grad: ReWA does not support sparse gradients")
-            if params:
-                work.append((group, params))
+        work = self._groups_with_grads()
         if not should_step(type(self).__name__, [p.grad for _, ps in work for p in ps], self.nonfinite):
             self.skipped_steps += 1
             return loss

@@ -263,13 +263,7 @@ class SAMPolyak(DropInOptimizer):
         with torch.enable_grad():
             loss = closure()
 
-        groups: list[tuple[dict[str, Any], list[torch.Tensor]]] = []
-        for group in self.param_groups:
-            params = [p for p in group["params"] if p.grad is not None]
-            if any(p.grad.is_sparse for p in params):
-                raise ValueError(f"grad: {type(self).__name__} does not support sparse gradients")
-            if params:
-                groups.append((group, params))
+        groups = self._groups_with_grads()
         params_all = [p for _, ps in groups for p in ps]
         if not params_all:
             return loss
