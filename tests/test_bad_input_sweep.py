@@ -18,6 +18,7 @@ import torch
 import optarium.bo as bo
 import optarium.convex as cvx
 import optarium.distributed as dist
+import optarium.dro as dro
 import optarium.optim as optim
 import optarium.optim.diagnostics as diag
 import optarium.ot as ot
@@ -409,6 +410,20 @@ ROWS: list[Row] = [
     ("sinkhorn cost list", lambda: ot.sinkhorn([[0.0]], reg=0.1), "cost"),
     ("smooth_ot p=1", lambda: ot.smooth_ot(Q3, reg=0.1, p=1.0), "p"),
     ("smooth_ot NaN cost", lambda: ot.smooth_ot(_nan(3, 3), reg=0.1), "cost"),
+    # ---- dro
+    ("KL radius<0", lambda: dro.KL(-0.1), "radius"),
+    ("ChiSquare radius=nan", lambda: dro.ChiSquare(NAN), "radius"),
+    ("TotalVariation radius>1", lambda: dro.TotalVariation(1.1), "radius"),
+    ("CVaR alpha=0", lambda: dro.CVaR(0.0), "alpha"),
+    ("Wasserstein p=3", lambda: dro.Wasserstein(0.1, p=3), "p"),
+    ("worst_case NaN losses", lambda: dro.worst_case(_nan(4), dro.KL(0.1)), "losses"),
+    ("worst_case weights sum", lambda: dro.worst_case(torch.ones(3), dro.KL(0.1), torch.ones(3)), "weights"),
+    ("worst_case Wasserstein", lambda: dro.worst_case(torch.ones(3), dro.Wasserstein(0.1)), "ambiguity"),
+    ("wasserstein radius<0", lambda: dro.wasserstein_worst_case(_sum, torch.ones(3, 2), -1.0), "radius"),
+    ("wasserstein NaN samples", lambda: dro.wasserstein_worst_case(_sum, _nan(3, 2), 0.1), "samples"),
+    ("fixed_point lam=0", lambda: dro.wasserstein_fixed_point(_sum, torch.ones(3, 2), 0.0), "lam"),
+    ("minimize lr=0", lambda: dro.minimize_worst_case(_sum, torch.ones(3), dro.KL(0.1), lr=0), "lr"),
+    ("minimize_worst_case NaN x0", lambda: dro.minimize_worst_case(_sum, _nan(3), dro.KL(0.1)), "x0"),
     # ---- convex
     ("simplex_qp NaN Q", lambda: cvx.simplex_qp(_nan(3, 3)), "Q"),
     ("simplex_qp Q not square", lambda: cvx.simplex_qp(torch.ones(2, 3, dtype=torch.float64)), "Q"),
