@@ -424,6 +424,8 @@ ROWS: list[Row] = [
     ("fixed_point lam=0", lambda: dro.wasserstein_fixed_point(_sum, torch.ones(3, 2), 0.0), "lam"),
     ("minimize lr=0", lambda: dro.minimize_worst_case(_sum, torch.ones(3), dro.KL(0.1), lr=0), "lr"),
     ("minimize_worst_case NaN x0", lambda: dro.minimize_worst_case(_sum, _nan(3), dro.KL(0.1)), "x0"),
+    ("w1 penalty theta list", lambda: dro.linear_wasserstein_penalty([1.0], 0.1), "theta"),
+    ("w1 penalty radius<0", lambda: dro.linear_wasserstein_penalty(torch.ones(2), -1.0), "radius"),
     # ---- convex
     ("simplex_qp NaN Q", lambda: cvx.simplex_qp(_nan(3, 3)), "Q"),
     ("simplex_qp Q not square", lambda: cvx.simplex_qp(torch.ones(2, 3, dtype=torch.float64)), "Q"),

@@ -36,7 +36,7 @@ from optarium._core.solver import SolverCase, SolverLoop
 from optarium._core.validation import check_int, check_nonnegative, check_positive
 from optarium.dro.worst_case import check_weights
 
-__all__ = ["solver_cases", "wasserstein_fixed_point", "wasserstein_worst_case"]
+__all__ = ["linear_wasserstein_penalty", "solver_cases", "wasserstein_fixed_point", "wasserstein_worst_case"]
 
 
 def _check_samples(samples: Any) -> Tensor:
@@ -220,6 +220,26 @@ def wasserstein_worst_case(
         "nominal_value": nominal,
     }
     return loop.result(z, value=value, extras=extras)
+
+
+def linear_wasserstein_penalty(theta: Tensor, radius: float, *, lipschitz: float = 1.0) -> Tensor:
+    r"""The type-1 Wasserstein worst case of a Lipschitz loss of a linear score, minus its empirical mean.
+
+    For :math:`\ell(\theta^\top x, y)` convex and ``lipschitz``-Lipschitz in the score, with the growth rate
+    equal to that constant (logistic, hinge, absolute and Huber losses), and transport of the features
+    :math:`x` only at cost :math:`\|x - x'\|_2` (labels fixed),
+
+    .. math:: \sup_{W_1(Q, P)\le\rho} E_Q[\ell] = E_P[\ell] + \rho\,L\,\|\theta\|_2
+
+    (Shafieezadeh-Abadeh, Kuhn & Mohajerin Esfahani 2019; Gao & Kleywegt 2023), so W1-DRO of such a model is
+    ERM plus this penalty (differentiable in ``theta`` away from 0). It is the formulation of skwdro's
+    ``solver="dedicated"`` logistic regression with its label-flip cost :math:`\kappa\to\infty`.
+    """
+    if not isinstance(theta, Tensor) or not theta.is_floating_point():
+        raise TypeError(f"theta: must be a floating Tensor, got {type(theta).__name__}")
+    radius = check_nonnegative("radius", radius)
+    lipschitz = check_nonnegative("lipschitz", lipschitz)
+    return radius * lipschitz * torch.linalg.vector_norm(theta)
 
 
 # ------------------------------------------------------------------------------ conformance cases
