@@ -9,6 +9,11 @@ same computation written directly in torch (the peer), on the same model and bat
 - ``fmad`` vs a ``torch.autograd.forward_ad`` dual-number forward (one tangent) under the MATH SDPA backend;
 - ``zo`` vs a two-point MeZO loop that keeps ``z`` in memory (no seed trick).
 
+Variants, timed against their base estimator (the ratio is the variant's cost per step over the base's):
+
+- ``fmad_k4_batched`` (``tangent_batch=4``, one vmapped call) vs ``fmad_k4`` (four JVPs one at a time);
+- ``fmad_svrg`` / ``zo_svrg`` (both points per direction; anchor set once beforehand) vs ``fmad`` / ``zo``.
+
 Blocks of ``--steps`` calls are interleaved over ``--repeats`` rounds; reported are per-call medians, the
 ratio estimator / peer and the cost relative to one no-grad forward (measured forward-equivalents). Ratios
 are measured, never asserted.
@@ -100,6 +105,17 @@ def main() -> None:
         est = make_estimator(name)
         cases[name] = lambda est=est: est.compute(model, lf, (x, y), params)
         cases[f"{name}_peer"] = peer
+    variants = {
+        "fmad_k4_batched": ("fmad_k4", make_estimator("fmad", num_directions=4, tangent_batch=4)),
+        "fmad_svrg": ("fmad", make_estimator("fmad_svrg")),
+        "zo_svrg": ("zo", make_estimator("zo_svrg")),
+    }
+    base_k4 = make_estimator("fmad", num_directions=4)
+    cases["fmad_k4"] = lambda: base_k4.compute(model, lf, (x, y), params)
+    for name, (_, est) in variants.items():
+        if name.endswith("svrg"):
+            est.set_anchor(model, lf, [(x, y)], params)
+        cases[name] = lambda est=est: est.compute(model, lf, (x, y), params)
     times: dict[str, list[float]] = {k: [] for k in cases}
     for fn in cases.values():
         fn()  # warm-up
@@ -117,6 +133,10 @@ def main() -> None:
         fe = med[name] / med["forward"]
         print(f"{name:<15}{1e3 * med[name]:9.2f}{1e3 * med[f'{name}_peer']:10.2f}{ratio:8.2f}{fe:9.2f}")
     print(f"{'forward':<15}{1e3 * med['forward']:9.2f}")
+    print(f"{'variant':<17}{'ms':>9}{'base':>10}{'base ms':>9}{'ratio':>8}")
+    for name, (base, _) in variants.items():
+        ratio = med[name] / med[base]
+        print(f"{name:<17}{1e3 * med[name]:9.2f}{base:>10}{1e3 * med[base]:9.2f}{ratio:8.2f}")
 
 
 if __name__ == "__main__":

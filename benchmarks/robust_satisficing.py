@@ -3,12 +3,15 @@
 Run: ``python benchmarks/robust_satisficing.py [--repeats 7] [--steps 200] [--batch 64] [--threads 1]``.
 
 (a) One training step (forward of the 16-64-2 MLP of the quick experiment, per-sample cross-entropy, the
-method's loss, backward, torch SGD with momentum) for ERM, IRS (``RobustSatisficingLoss`` + ``update``),
-TERM, CVaR, chi^2-DRO and Group DRO, as ratios to ERM's step. (b) The loss kernels alone (forward +
-backward on a batch of losses): ``tilted_loss`` against the naive ``k * (logsumexp(l/k) - log B)`` and
-``chi2_dro_loss`` (exact, all candidates at once) against an 80-step bisection on the dual's derivative
-(the first version of this module). Blocks of ``--steps`` steps are interleaved over ``--repeats`` rounds;
-reported are per-step medians and the ratio of medians. Measured, never asserted.
+method's loss, backward, torch SGD with momentum) for ERM, the paper's IRS (``IterativeRobustSatisficing``
+over the 4 groups, ``irs_group``, and over the batch's samples, ``irs_sample``), the reconstruction
+(``RobustSatisficingLoss`` + ``update``, ``irs_recon``), TERM, CVaR, chi^2-DRO and Group DRO, as ratios to
+ERM's step. (b) The loss kernels alone (forward + backward on a batch of losses): ``tilted_loss`` against
+the naive ``k * (logsumexp(l/k) - log B)``, ``chi2_dro_loss`` (exact, all candidates at once) against an
+80-step bisection on the dual's derivative (the first version of this module), and the IRS inner problem,
+``kl_fragility`` (one vectorised grid + interpolation, the class's default) against ``rs_fragility`` (100
+bisection steps, the reference) on the batch's samples. Blocks of ``--steps`` steps are interleaved over
+``--repeats`` rounds; reported are per-step medians and the ratio of medians. Measured, never asserted.
 """
 
 from __future__ import annotations
@@ -24,9 +27,12 @@ import torch.nn.functional as F
 
 from optarium.optim.robust_satisficing import (
     GroupDROLoss,
+    IterativeRobustSatisficing,
     RobustSatisficingLoss,
     chi2_dro_loss,
     cvar_loss,
+    kl_fragility,
+    rs_fragility,
     tilted_loss,
 )
 
@@ -54,21 +60,28 @@ def _step_bench(batch: int) -> dict[str, Callable[[], None]]:
     x, y = torch.randn(4096, 16, generator=gen), torch.randint(0, 2, (4096,), generator=gen)
     g = torch.randint(0, 4, (4096,), generator=gen)
     out: dict[str, Callable[[], None]] = {}
-    for name in ("erm", "irs", "term", "cvar", "chi2", "gdro"):
+    prior = torch.tensor([0.475, 0.025, 0.025, 0.475], dtype=torch.float64)
+    for name in ("erm", "irs_group", "irs_sample", "irs_recon", "term", "cvar", "chi2", "gdro"):
         torch.manual_seed(0)
         model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 2))
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         irs = RobustSatisficingLoss(target=0.5)
+        paper_g = IterativeRobustSatisficing(0.1, prior=prior)
+        paper_s = IterativeRobustSatisficing(0.1)
         gdro = GroupDROLoss(4, 0.1)
         state = {"i": 0}
 
-        def step(model=model, opt=opt, irs=irs, gdro=gdro, state=state, name=name) -> None:  # type: ignore[no-untyped-def]
+        def step(  # type: ignore[no-untyped-def]
+            model=model, opt=opt, irs=irs, gdro=gdro, state=state, name=name, pg=paper_g, ps=paper_s
+        ) -> None:
             i = state["i"] = (state["i"] + batch) % (4096 - batch)
             xb, yb, gb = x[i : i + batch], y[i : i + batch], g[i : i + batch]
             ls = F.cross_entropy(model(xb), yb, reduction="none")
             loss = {
                 "erm": lambda: ls.mean(),
-                "irs": lambda: irs(ls),
+                "irs_group": lambda: pg(ls, gb),
+                "irs_sample": lambda: ps(ls),
+                "irs_recon": lambda: irs(ls),
                 "term": lambda: tilted_loss(ls, 10.0),
                 "cvar": lambda: cvar_loss(ls, 0.2),
                 "chi2": lambda: chi2_dro_loss(ls, 0.5),
@@ -77,7 +90,7 @@ def _step_bench(batch: int) -> dict[str, Callable[[], None]]:
             opt.zero_grad()
             loss.backward()
             opt.step()
-            if name == "irs":
+            if name == "irs_recon":
                 irs.update(loss)
 
         out[name] = step
@@ -99,6 +112,8 @@ def _kernel_bench(batch: int) -> dict[str, Callable[[], None]]:
         "tilted_naive": run(lambda ls: 10.0 * (torch.logsumexp(ls / 10.0, 0) - math.log(ls.numel()))),
         "chi2_exact": run(lambda ls: chi2_dro_loss(ls, 0.5)),
         "chi2_bisection": run(lambda ls: _chi2_bisection(ls, 0.5)),
+        "kl_fragility": lambda: kl_fragility(base, 1.01 * float(base.mean()), grid=256, rounds=0),
+        "rs_fragility": lambda: rs_fragility(base, 1.01 * float(base.mean()), k_bounds=(0.02, 1e3)),
     }
 
 
@@ -128,13 +143,14 @@ def main() -> None:
     step = _time(_step_bench(a.batch), a.repeats, a.steps)
     print(f"(a) training step, batch {a.batch} (median us/step, ratio to ERM)")
     for k, v in step.items():
-        print(f"  {k:6s} {1e6 * v:8.1f}  {v / step['erm']:.2f}x")
+        print(f"  {k:10s} {1e6 * v:8.1f}  {v / step['erm']:.2f}x")
     ker = _time(_kernel_bench(a.batch), a.repeats, a.steps)
     print(f"(b) loss kernels, forward + backward, batch {a.batch} (median us)")
     for k, v in ker.items():
         print(f"  {k:14s} {1e6 * v:8.1f}")
     print(f"  tilted / naive logsumexp: {ker['tilted'] / ker['tilted_naive']:.2f}x")
     print(f"  chi2 exact / bisection:   {ker['chi2_exact'] / ker['chi2_bisection']:.2f}x")
+    print(f"  kl_fragility / rs_fragility (bisection): {ker['kl_fragility'] / ker['rs_fragility']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -108,6 +108,55 @@ ROWS: list[Row] = [
     ("RSLoss ema=0", lambda: optim.RobustSatisficingLoss(target=1.0, ema=0.0), "ema"),
     ("RSLoss divergence", lambda: optim.RobustSatisficingLoss(target=1.0, divergence="w"), "divergence"),
     ("RSLoss update nan", lambda: optim.RobustSatisficingLoss(target=1.0).update(NAN), "tilted"),
+    ("kl_fragility target=nan", lambda: optim.kl_fragility(torch.ones(3), NAN), "target"),
+    ("kl_fragility values 2-D", lambda: optim.kl_fragility(torch.ones(2, 2), 1.0), "values"),
+    (
+        "kl_fragility prior<=0",
+        lambda: optim.kl_fragility(torch.ones(2), 1.0, torch.tensor([1.0, 0.0])),
+        "prior",
+    ),
+    (
+        "kl_fragility k_bounds",
+        lambda: optim.kl_fragility(torch.ones(3), 1.0, k_bounds=(2.0, 1.0)),
+        "k_bounds",
+    ),
+    ("kl_fragility grid=2", lambda: optim.kl_fragility(torch.ones(3), 1.0, grid=2), "grid"),
+    ("IRS target=-1", lambda: optim.IterativeRobustSatisficing(-1.0), "target"),
+    ("IRS target=nan", lambda: optim.IterativeRobustSatisficing(NAN), "target"),
+    (
+        "IRS tau_multiplier=0.5",
+        lambda: optim.IterativeRobustSatisficing(1.0, tau_multiplier=0.5),
+        "tau_multiplier",
+    ),
+    ("IRS prior<=0", lambda: optim.IterativeRobustSatisficing(1.0, prior=torch.tensor([1.0, -1.0])), "prior"),
+    ("IRS k_bounds", lambda: optim.IterativeRobustSatisficing(1.0, k_bounds=(1.0, 1.0)), "k_bounds"),
+    ("IRS scale='x'", lambda: optim.IterativeRobustSatisficing(1.0, scale="x"), "scale"),
+    ("IRS rounds=-1", lambda: optim.IterativeRobustSatisficing(1.0, rounds=-1), "rounds"),
+    ("IRS scalar losses", lambda: optim.IterativeRobustSatisficing(1.0)(torch.tensor(1.0)), "losses"),
+    (
+        "IRS groups without prior",
+        lambda: optim.IterativeRobustSatisficing(1.0)(torch.ones(3), torch.zeros(3, dtype=torch.long)),
+        "groups",
+    ),
+    (
+        "IRS groups out of range",
+        lambda: optim.IterativeRobustSatisficing(1.0, prior=torch.ones(2))(
+            torch.ones(2), torch.tensor([0, 2])
+        ),
+        "groups",
+    ),
+    (
+        "long_tail_digits n_head too large",
+        lambda: __import__("optarium.problems", fromlist=["x"]).long_tail_digits(0, n_head=150),
+        "n_head",
+    ),
+    (
+        "IRS groups negative",
+        lambda: optim.IterativeRobustSatisficing(1.0, prior=torch.ones(2))(
+            torch.ones(2), torch.tensor([0, -1])
+        ),
+        "groups",
+    ),
     ("erm_loss int losses", lambda: optim.erm_loss(torch.ones(3, dtype=torch.long)), "losses"),
     ("cvar_loss alpha=0", lambda: optim.cvar_loss(torch.ones(3), 0.0), "alpha"),
     ("cvar_loss alpha=nan", lambda: optim.cvar_loss(torch.ones(3), NAN), "alpha"),
@@ -155,6 +204,43 @@ ROWS: list[Row] = [
             optimizer_factory=lambda ps: torch.optim.SGD(ps, lr=0.1),
         ),
         "stages",
+    ),
+    ("staleness_factory name", lambda: optim.staleness_factory("x", 1e-3), "name"),
+    ("staleness_factory lr=nan", lambda: optim.staleness_factory("pipedream", NAN), "lr"),
+    (
+        "staleness_factory nesterov_beta1=1",
+        lambda: optim.staleness_factory("nesterov", 1e-3, nesterov_beta1=1.0),
+        "nesterov_beta1",
+    ),
+    (
+        "staleness_factory warmup_steps=-1",
+        lambda: optim.staleness_factory("pipemare", 1e-3, warmup_steps=-1),
+        "warmup_steps",
+    ),
+    (
+        "staleness_factory delay=-1",
+        lambda: optim.staleness_factory("pipedream", 1e-3)(_params(), delay=-1),
+        "delay",
+    ),
+    (
+        "PipeMareStage delay=-1",
+        lambda: optim.PipeMareStage(torch.optim.SGD(_params(), lr=0.1), delay=-1),
+        "delay",
+    ),
+    (
+        "PipeMareStage gamma=nan",
+        lambda: optim.PipeMareStage(torch.optim.SGD(_params(), lr=0.1), delay=1, gamma=NAN),
+        "gamma",
+    ),
+    ("PipeMareStage optimizer", lambda: optim.PipeMareStage("sgd", delay=1), "optimizer"),
+    (
+        "AsyncPipelineSimulator.step max_grad_norm=0",
+        lambda: optim.AsyncPipelineSimulator(
+            torch.nn.Sequential(torch.nn.Linear(2, 1)),
+            1,
+            optimizer_factory=lambda ps: torch.optim.SGD(ps, lr=0.1),
+        ).step((torch.ones(1, 2), torch.ones(1, 1)), torch.nn.functional.mse_loss, max_grad_norm=0.0),
+        "max_grad_norm",
     ),
     ("SAMPolyak rho=-1", lambda: optim.SAMPolyak(_params(), rho=-1.0), "rho"),
     ("SAMPolyak f_star=nan", lambda: optim.SAMPolyak(_params(), f_star=NAN), "f_star"),
@@ -426,6 +512,249 @@ ROWS: list[Row] = [
     ("minimize_worst_case NaN x0", lambda: dro.minimize_worst_case(_sum, _nan(3), dro.KL(0.1)), "x0"),
     ("w1 penalty theta list", lambda: dro.linear_wasserstein_penalty([1.0], 0.1), "theta"),
     ("w1 penalty radius<0", lambda: dro.linear_wasserstein_penalty(torch.ones(2), -1.0), "radius"),
+    # ---- dro: nested-dro
+    ("optimistic_weights rho<0", lambda: dro.optimistic_weights(torch.ones(3), "chi2", -0.1), "rho"),
+    ("optimistic_weights outer", lambda: dro.optimistic_weights(torch.ones(3), "tv", 0.1), "outer"),
+    ("optimistic_weights NaN", lambda: dro.optimistic_weights(_nan(4), "kl", 0.1), "losses"),
+    ("optimistic_weights cvar rho=1", lambda: dro.optimistic_weights(torch.ones(3), "cvar", 1.0), "rho"),
+    ("nested_linear_value loss", lambda: dro.nested_linear_value(_T2, _X32, _Y3, loss="hinge"), "loss"),
+    ("nested_linear_value NaN X", lambda: dro.nested_linear_value(_T2, _nan(3, 2), _Y3), "X"),
+    ("nested_linear_value radius<0", lambda: dro.nested_linear_value(_T2, _X32, _Y3, radius=-1.0), "radius"),
+    ("nested_linear_value theta", lambda: dro.nested_linear_value(torch.ones(3), _X32, _Y3), "theta"),
+    ("NestedDRORegressor radius<0", lambda: dro.NestedDRORegressor(radius=-1.0), "radius"),
+    ("NestedDRORegressor huber p=2", lambda: dro.NestedDRORegressor(loss="huber", p=2), "p"),
+    ("NestedDRORegressor tol=0", lambda: dro.NestedDRORegressor(tol=0.0), "tol"),
+    ("NestedDRORegressor.fit NaN y", lambda: dro.NestedDRORegressor().fit(_X32, _nan(3)), "y"),
+    ("NestedDRO rho<0", lambda: dro.NestedDRO("kl", -1.0), "rho"),
+    ("NestedDRO gamma=0", lambda: dro.NestedDRO(gamma=0.0), "gamma"),
+    ("NestedDRO inner_steps=0", lambda: dro.NestedDRO(inner_steps=0), "inner_steps"),
+    ("NestedDRO transport", lambda: dro.NestedDRO(transport="labels"), "transport"),
+    ("nested_dro_fit crit", lambda: dro.nested_dro_fit(torch.nn.Linear(2, 1), _X32, _Y3, None), "crit"),
+    (
+        "nested_dro_fit epochs<0",
+        lambda: dro.nested_dro_fit(torch.nn.Linear(2, 1).double(), _X32, _Y3, dro.NestedDRO(), epochs=-1),
+        "epochs",
+    ),
+    ("contaminated_regression n", lambda: _contaminated().contaminated_regression(0, n=5), "n"),
+    ("contaminated_regression df=0", lambda: _contaminated().contaminated_regression(0, df=0.0), "df"),
+    # ---- dro: safe-kl
+    ("safe_kl_conjugate rho=0", lambda: dro.safe_kl_conjugate(torch.zeros(2), 0.0), "rho"),
+    ("safe_kl_conjugate rho=1", lambda: dro.safe_kl_conjugate(torch.zeros(2), 1.0), "rho"),
+    ("safe_kl_conjugate list", lambda: dro.safe_kl_conjugate([0.0], 0.1), "s"),
+    ("safe_kl_generator rho>1", lambda: dro.safe_kl_generator(torch.ones(2), 1.5), "rho"),
+    ("safe_logsumexp NaN phi", lambda: dro.safe_logsumexp(_nan(4), 0.1), "phi"),
+    ("safe_logsumexp rho<0", lambda: dro.safe_logsumexp(torch.zeros(3), -0.1), "rho"),
+    ("surrogate dual", lambda: dro.safe_logsumexp_surrogate(torch.zeros(3), 0.0, dual="kl"), "dual"),
+    (
+        "surrogate exp with rho",
+        lambda: dro.safe_logsumexp_surrogate(torch.zeros(3), 0.0, 0.1, dual="exp"),
+        "rho",
+    ),
+    ("surrogate empty phi", lambda: dro.safe_logsumexp_surrogate(torch.zeros(0), 0.0), "phi"),
+    ("SafeKLDROLoss rho=1", lambda: dro.SafeKLDROLoss(rho=1.0), "rho"),
+    ("SafeKLDROLoss lam=0", lambda: dro.SafeKLDROLoss(lam=0.0), "lam"),
+    ("SafeKLDROLoss mode", lambda: dro.SafeKLDROLoss(mode="chi2"), "mode"),
+    ("SafeKLDROLoss radius<0", lambda: dro.SafeKLDROLoss(mode="constrained", radius=-1.0), "radius"),
+    ("SafeKLDROLoss radius missing", lambda: dro.SafeKLDROLoss(mode="constrained"), "radius"),
+    ("SafeKLDROLoss n_data missing", lambda: dro.SafeKLDROLoss(mode="sinkhorn"), "n_data"),
+    ("SafeKLDROLoss shape", lambda: dro.SafeKLDROLoss(shape=(0,)), "shape"),
+    ("SafeKLDROLoss losses shape", lambda: dro.SafeKLDROLoss(shape=(2,))(torch.zeros(3, 4)), "losses"),
+    ("SafeKLDROLoss index", lambda: dro.SafeKLDROLoss(mode="sinkhorn", n_data=3)(torch.zeros(2, 4)), "index"),
+    ("entropic_ot_dual_sgd eps=0", lambda: dro.entropic_ot_dual_sgd(_X32, _X32, eps=0.0), "eps"),
+    ("entropic_ot_dual_sgd NaN mu", lambda: dro.entropic_ot_dual_sgd(_nan(3, 2), _X32, eps=0.1), "sample_mu"),
+    (
+        "entropic_ot_dual_sgd potentials",
+        lambda: dro.entropic_ot_dual_sgd(_X32, _X32, eps=0.1, potentials="rbf"),
+        "potentials",
+    ),
+    ("entropic_ot_dual_sgd a", lambda: dro.entropic_ot_dual_sgd(_X32, _X32, eps=0.1, a=torch.ones(3)), "a"),
+    (
+        "entropic_ot_dual_sgd steps<0",
+        lambda: dro.entropic_ot_dual_sgd(_X32, _X32, eps=0.1, steps=-1),
+        "steps",
+    ),
+    # ---- dro: dro-incomplete-covariates
+    ("newsvendor_cost h<0", lambda: dro.newsvendor_cost(-1.0, 4.0), "h"),
+    ("MissingCovariateDRO cost", lambda: dro.MissingCovariateDRO(None), "cost"),  # type: ignore[arg-type]
+    (
+        "MissingCovariateDRO a>b",
+        lambda: dro.MissingCovariateDRO(_nv(), propensity_bounds=(0.7, 0.1)),
+        "propensity_bounds",
+    ),
+    ("MissingCovariateDRO radius<0", lambda: dro.MissingCovariateDRO(_nv(), radius=-1.0), "radius"),
+    ("MissingCovariateDRO mechanism", lambda: dro.MissingCovariateDRO(_nv(), mechanism="mar"), "mechanism"),
+    ("MissingCovariateDRO decisions", lambda: dro.MissingCovariateDRO(_nv(), decisions=[2, 1]), "decisions"),
+    ("MissingCovariateDRO.fit NaN y", lambda: dro.MissingCovariateDRO(_nv()).fit(_X32, _nan(3)), "y"),
+    ("block_radii negative", lambda: dro.block_radii(-_ONES22.numpy(), [0.0, 1.0]), "block_counts"),
+    (
+        "block_radii confidence",
+        lambda: dro.block_radii(_ONES22.numpy(), [0.0, 1.0], confidence=1.0),
+        "confidence",
+    ),
+    ("robust_grid_search model", lambda: dro.robust_grid_search(None, [0.0]), "model"),  # type: ignore[arg-type]
+    # ---- bilevel: the family layer and nhgd
+    ("BilevelProblem inner", lambda: _bl().BilevelProblem(None, _bl_outer), "inner_loss_per_sample"),
+    (
+        "BilevelProblem regularizer_hessian_fn",
+        lambda: _bl().BilevelProblem(_bl_inner, _bl_outer, regularizer_hessian_fn=2),
+        "regularizer_hessian_fn",
+    ),
+    (
+        "BilevelProblem sample_weight",
+        lambda: _bl().BilevelProblem(_bl_inner, _bl_outer, sample_weight=1),
+        "sample_weight",
+    ),
+    (
+        "BilevelProblem per-sample shape",
+        lambda: _bl_bad().inner_loss(_T2, _T2, _BL_DATA),
+        "inner_loss_per_sample",
+    ),
+    ("BilevelProblem theta 2-D", lambda: _bl_prob().inner_grad(_T2, _ONES22.double(), _BL_DATA), "theta"),
+    ("BilevelProblem batch sizes", lambda: _bl_prob().inner_grad(_T2, _T2, (_X32, _T2)), "batch"),
+    ("sample_batch size=0", lambda: _bl().sample_batch(_BL_DATA, 0), "size"),
+    ("sample_batch data", lambda: _bl().sample_batch([1, 2], 2), "data"),
+    ("WorkCounter n=0", lambda: _bl().WorkCounter().gradient_pass_equivalents(0), "n"),
+    (
+        "hypergradient method",
+        lambda: _bl().hypergradient(_bl_prob(), _T2, _T2, _BL_DATA, _BL_DATA, method="x"),
+        "method",
+    ),
+    (
+        "hypergradient damping<0",
+        lambda: _bl().hypergradient(_bl_prob(), _T2, _T2, _BL_DATA, _BL_DATA, damping=-1.0),
+        "damping",
+    ),
+    (
+        "hypergradient steps<0",
+        lambda: _bl().hypergradient(_bl_prob(), _T2, _T2, _BL_DATA, _BL_DATA, steps=-1),
+        "steps",
+    ),
+    ("conjugate_gradient steps<0", lambda: _bl().conjugate_gradient(lambda x: x, _T2, steps=-1), "steps"),
+    (
+        "conjugate_gradient tol<0",
+        lambda: _bl().conjugate_gradient(lambda x: x, _T2, steps=2, tol=-1.0),
+        "tol",
+    ),
+    ("neumann_series eta=0", lambda: _bl().neumann_series(lambda x: x, _T2, steps=2, eta=0.0), "eta"),
+    ("neumann_series few ops", lambda: _bl().neumann_series([lambda x: x], _T2, steps=2, eta=0.1), "matvec"),
+    (
+        "stocbio_hypergradient no batches",
+        lambda: _bl().stocbio_hypergradient(_bl_prob(), _T2, _T2, [], _BL_DATA, eta=0.1),
+        "hvp_batches",
+    ),
+    (
+        "stocbio_hypergradient eta=nan",
+        lambda: _bl().stocbio_hypergradient(_bl_prob(), _T2, _T2, [_BL_DATA], _BL_DATA, eta=NAN),
+        "eta",
+    ),
+    (
+        "unrolled_hypergradient lr<0",
+        lambda: _bl().unrolled_hypergradient(_bl_prob(), _T2, _T2, [_BL_DATA], _BL_DATA, lr=-1.0),
+        "lr",
+    ),
+    (
+        "unrolled_hypergradient truncate<0",
+        lambda: _bl().unrolled_hypergradient(_bl_prob(), _T2, _T2, [_BL_DATA], _BL_DATA, lr=0.1, truncate=-1),
+        "truncate",
+    ),
+    (
+        "soba_step z_lr=0",
+        lambda: _bl().soba_step(
+            _bl_prob(), _T2, _T2, _T2, _BL_DATA, _BL_DATA, _BL_DATA, inner_lr=0.1, z_lr=0.0
+        ),
+        "z_lr",
+    ),
+    (
+        "inner_sgd batch_size=0",
+        lambda: _bl().inner_sgd(_bl_prob(), _T2, _T2, _BL_DATA, steps=1, lr=0.1, batch_size=0),
+        "batch_size",
+    ),
+    (
+        "inner_sgd lr=inf",
+        lambda: _bl().inner_sgd(_bl_prob(), _T2, _T2, _BL_DATA, steps=1, lr=math.inf, batch_size=2),
+        "lr",
+    ),
+    (
+        "outer_loop outer_steps<0",
+        lambda: _bl().outer_loop(_bl_prob(), _T2, _T2, _BL_DATA, None, outer_steps=-1),
+        "outer_steps",
+    ),
+    (
+        "outer_loop NaN v0",
+        lambda: _bl().outer_loop(_bl_prob(), _nan(2), _T2, _BL_DATA, None, outer_steps=1),
+        "v0",
+    ),
+    (
+        "bilevel_solve estimator",
+        lambda: _bl().bilevel_solve(_bl_prob(), _T2, _T2, _BL_DATA, _BL_DATA, estimator="x"),
+        "estimator",
+    ),
+    (
+        "bilevel_solve stocbio eta",
+        lambda: _bl().bilevel_solve(_bl_prob(), _T2, _T2, _BL_DATA, _BL_DATA, estimator="stocbio"),
+        "eta",
+    ),
+    (
+        "bilevel_solve train_data",
+        lambda: _bl().bilevel_solve(_bl_prob(), _T2, _T2, None, _BL_DATA),
+        "train_data",
+    ),
+    ("soba steps<0", lambda: _bl().soba(_bl_prob(), _T2, _T2, _BL_DATA, _BL_DATA, steps=-1), "steps"),
+    ("soba val_data", lambda: _bl().soba(_bl_prob(), _T2, _T2, _BL_DATA, "x"), "val_data"),
+    ("NHGD problem", lambda: _bl().NHGD(None), "problem"),
+    ("NHGD damping=0", lambda: _bl().NHGD(_bl_prob(), damping=0.0), "damping"),
+    ("NHGD fisher", lambda: _bl().NHGD(_bl_prob(), fisher="kfac"), "fisher"),
+    ("NHGD parallel", lambda: _bl().NHGD(_bl_prob(), parallel="thread"), "parallel"),
+    ("NHGD averaging", lambda: _bl().NHGD(_bl_prob(), averaging=("ema", 0.0)), "averaging"),
+    ("NHGD inner_steps<0", lambda: _bl().NHGD(_bl_prob(), inner_steps=-1), "inner_steps"),
+    ("NHGD.run train_data", lambda: _bl().NHGD(_bl_prob()).run(_T2, _T2, None, _BL_DATA), "train_data"),
+    ("RunningFisher d=0", lambda: _bl().RunningFisher(0), "d"),
+    ("RunningFisher.update shape", lambda: _bl().RunningFisher(3).update(_ONES22.double()), "G"),
+    ("empirical_fisher G 1-D", lambda: _bl().empirical_fisher(_T2), "G"),
+    ("empirical_fisher weights", lambda: _bl().empirical_fisher(_X32, _T2), "weights"),
+    ("fisher_solve batch", lambda: _bl().fisher_solve(_bl_prob(), _T2, _T2, None, _T2), "batch"),
+    (
+        "natural_hypergradient damping=0",
+        lambda: _bl().natural_hypergradient(
+            _bl_prob(), _T2, _T2, _ONES22.double(), _BL_DATA, _BL_DATA, damping=0.0
+        ),
+        "damping",
+    ),
+    ("woodbury_update rho=1", lambda: _bl().woodbury_update(_ONES22.double(), _ONES22.double(), 1.0), "rho"),
+    (
+        "logistic_regularization_task nonzeros",
+        lambda: _blt().logistic_regularization_task(0, d=3, nonzeros=5),
+        "nonzeros",
+    ),
+    # ---- bilevel: dfl-ambiguity-otdro
+    ("OTDROProblem kind", lambda: _ota().OTDROProblem("portfolio_gelbrich", torch.ones(4, 2)), "kind"),
+    ("OTDROProblem NaN X", lambda: _ota().OTDROProblem("portfolio_w1", _nan(4, 2)), "X"),
+    ("OTDROProblem y missing", lambda: _ota().OTDROProblem("linreg_w2", torch.ones(4, 2)), "y"),
+    ("OTDROProblem.solve eps<0", lambda: _ota_prob().solve(torch.eye(2), -1.0), "eps"),
+    ("OTDROProblem.solve L upper", lambda: _ota_prob().solve(torch.ones(2, 2), 0.1), "L"),
+    ("learn_ambiguity_shape gamma=1", lambda: _ota().learn_ambiguity_shape(_ota_prob(), gamma=1.0), "gamma"),
+    ("learn_ambiguity_shape eps=0", lambda: _ota().learn_ambiguity_shape(_ota_prob(), eps=0.0), "eps"),
+    (
+        "learn_ambiguity_shape n_bootstrap=0",
+        lambda: _ota().learn_ambiguity_shape(_ota_prob(), n_bootstrap=0),
+        "n_bootstrap",
+    ),
+    ("learn_ambiguity_shape prob", lambda: _ota().learn_ambiguity_shape(None), "prob"),
+    ("learn_ambiguity_shape L0 diag", lambda: _ota().learn_ambiguity_shape(_ota_prob(), L0=-_EYE2), "L0"),
+    ("mahalanobis_wasserstein Q shape", lambda: _ota().mahalanobis_wasserstein(_ONES32, _ONES22, _EYE2), "Q"),
+    (
+        "mahalanobis_wasserstein p=3",
+        lambda: _ota().mahalanobis_wasserstein(_ONES32, _ONES32, _EYE2, p=3),
+        "p",
+    ),
+    ("ambiguity_objective eps=0", lambda: _ota().ambiguity_objective(_ota_prob(), _EYE2, 0.0, _IDX), "eps"),
+    (
+        "calibrate_radius gamma=0",
+        lambda: _ota().calibrate_radius(_ONES32, _IDX[:, :3], _EYE2, 0.0, 1),
+        "gamma",
+    ),
+    ("stabilise upper<lower", lambda: _ota().stabilise(torch.eye(2), 1.0, 0.5), "upper"),
+    ("bootstrap_indices n=0", lambda: _ota().bootstrap_indices(0, 3, 0), "n"),
     # ---- convex
     ("simplex_qp NaN Q", lambda: cvx.simplex_qp(_nan(3, 3)), "Q"),
     ("simplex_qp Q not square", lambda: cvx.simplex_qp(torch.ones(2, 3, dtype=torch.float64)), "Q"),
@@ -472,6 +801,32 @@ ROWS: list[Row] = [
     ("make_estimator zo_direction", lambda: optim.make_estimator("zo", zo_direction="x"), "zo_direction"),
     ("make_estimator seed_trick=1", lambda: optim.make_estimator("zo", seed_trick=1), "seed_trick"),
     (
+        "make_estimator tangent_batch=0",
+        lambda: optim.make_estimator("fmad", tangent_batch=0),
+        "tangent_batch",
+    ),
+    ("anchor_cost n_batches=0", lambda: optim.make_estimator("zo_svrg").anchor_cost(0), "n_batches"),
+    ("anchor_cost of plain fmad", lambda: optim.make_estimator("fmad").anchor_cost(1), "name"),
+    (
+        "set_anchor of plain zo",
+        lambda: optim.make_estimator("zo").set_anchor(
+            torch.nn.Linear(2, 1), _sum, [(torch.ones(1, 2), None)]
+        ),
+        "name",
+    ),
+    (
+        "set_anchor no batches",
+        lambda: optim.make_estimator("zo_svrg").set_anchor(torch.nn.Linear(2, 1), _sum, []),
+        "batches",
+    ),
+    (
+        "svrg compute without anchor",
+        lambda: optim.make_estimator("fmad_svrg").compute(
+            torch.nn.Linear(2, 1), _sum, (torch.ones(1, 2), None)
+        ),
+        "name",
+    ),
+    (
         "GradientEstimator.compute model",
         lambda: optim.make_estimator("bp").compute(None, _sum, (1, 2)),
         "model",
@@ -491,7 +846,176 @@ ROWS: list[Row] = [
     ("LoRALinear bias", lambda: _lora().LoRALinear(torch.nn.Linear(2, 2), 1), "base"),
     ("TinyLMClassifier lm", lambda: _lora().TinyLMClassifier(torch.nn.Linear(2, 2)), "lm"),
     ("add_lora model", lambda: _lora().add_lora(torch.nn.Linear(2, 2), 1), "model"),
+    # ---- bilevel: mtbl-wc-penalty (optarium.bilevel.chebyshev, problems.multiobjective_bilevel)
+    (
+        "wc_penalty preference < 0",
+        lambda: _wc_run(preference=torch.tensor([-0.5, 1.5], dtype=_F64)),
+        "preference",
+    ),
+    (
+        "wc_penalty preference sum",
+        lambda: _wc_run(preference=torch.tensor([0.5, 0.6], dtype=_F64)),
+        "preference",
+    ),
+    (
+        "wc_penalty preference NaN",
+        lambda: _wc_run(preference=torch.tensor([NAN, 1.0], dtype=_F64)),
+        "preference",
+    ),
+    ("wc_penalty preference S", lambda: _wc_run(preference=torch.ones(3, dtype=_F64) / 3), "preference"),
+    ("wc_penalty preference list", lambda: _wc_run(preference=[0.5, 0.5]), "preference"),
+    ("wc_penalty penalty=0", lambda: _wc_run(penalty=0.0), "penalty"),
+    ("wc_penalty penalty=nan", lambda: _wc_run(penalty=NAN), "penalty"),
+    ("wc_penalty lr=-1", lambda: _wc_run(lr=-1.0), "lr"),
+    ("wc_penalty steps=-1", lambda: _wc_run(steps=-1), "steps"),
+    ("wc_penalty mu=0", lambda: _wc_run(mu=0.0), "mu"),
+    ("wc_penalty scalarization", lambda: _wc_run(scalarization="max"), "scalarization"),
+    ("wc_penalty ref_point length", lambda: _wc_run(ref_point=[0.0]), "ref_point"),
+    ("wc_penalty ref_point NaN", lambda: _wc_run(ref_point=[NAN, 0.0]), "ref_point"),
+    ("wc_penalty grad_noise=-1", lambda: _wc_run(grad_noise=-1.0), "grad_noise"),
+    ("wc_penalty average", lambda: _wc_run(average="mean"), "average"),
+    ("wc_penalty gda_lr=0", lambda: _wc_run(scalarization="gda", gda_lr=0.0), "gda_lr"),
+    ("wc_penalty record_every=0", lambda: _wc_run(record_every=0), "record_every"),
+    ("wc_penalty problem", lambda: _bl().wc_penalty(None, _T2, _T2, _T2 / 2), "problem"),
+    (
+        "wc_penalty NaN x0",
+        lambda: _bl().wc_penalty(_wc_prob(), _nan(3), torch.zeros(8, dtype=_F64), _T2 / 2),
+        "x0",
+    ),
+    (
+        "wc_penalty y0 dtype",
+        lambda: _bl().wc_penalty(_wc_prob(), torch.zeros(3, dtype=_F64), torch.zeros(8), _T2 / 2),
+        "y0",
+    ),
+    (
+        "wc_penalty_front preferences",
+        lambda: _bl().wc_penalty_front(
+            _wc_prob(), torch.zeros(3, dtype=_F64), torch.zeros(8, dtype=_F64), _T2 / 2
+        ),
+        "preferences",
+    ),
+    (
+        "mgda_penalty penalty=-1",
+        lambda: _bl().mgda_penalty(
+            _wc_prob(), torch.zeros(3, dtype=_F64), torch.zeros(8, dtype=_F64), penalty=-1.0
+        ),
+        "penalty",
+    ),
+    (
+        "mgda_penalty lr=0",
+        lambda: _bl().mgda_penalty(
+            _wc_prob(), torch.zeros(3, dtype=_F64), torch.zeros(8, dtype=_F64), lr=0.0
+        ),
+        "lr",
+    ),
+    ("ECMOProblem upper_objectives empty", lambda: _bl().ECMOProblem([], _sq2), "upper_objectives"),
+    ("ECMOProblem upper_objectives str", lambda: _bl().ECMOProblem("F", _sq2), "upper_objectives"),
+    ("ECMOProblem lower_objective", lambda: _bl().ECMOProblem([_sq2], 3), "lower_objective"),
+    ("ECMOProblem constraint", lambda: _bl().ECMOProblem([_sq2], _sq2, constraint="kkt"), "constraint"),
+    (
+        "ECMOProblem lower_value",
+        lambda: _bl().ECMOProblem([_sq2], _sq2, constraint="value_gap"),
+        "lower_value",
+    ),
+    ("simplex_grid S=0", lambda: _bl().simplex_grid(0), "S"),
+    ("simplex_grid k=1", lambda: _bl().simplex_grid(2, 1), "k"),
+    ("project_simplex int", lambda: _bl().project_simplex(torch.ones(3, dtype=torch.long)), "v"),
+    ("min_norm_weights method", lambda: _bl().min_norm_weights(torch.ones(1, 3, 2), method="x"), "method"),
+    ("scalarized_value scalarization", lambda: _bl().scalarized_value(_T2, _T2, _T2, "max"), "scalarization"),
+    ("quadratic_mtbl S=0", lambda: _mobl().quadratic_mtbl(0), "S"),
+    ("quadratic_mtbl rank > dy", lambda: _mobl().quadratic_mtbl(2, dy=4, rank=5), "rank"),
+    ("quadratic_mtbl seed=-1", lambda: _mobl().quadratic_mtbl(2, seed=-1), "seed"),
+    ("fonseca_fleming_mtbl offset=-1", lambda: _mobl().fonseca_fleming_mtbl(0, offset=-1.0), "offset"),
+    ("fonseca_fleming_mtbl m=0", lambda: _mobl().fonseca_fleming_mtbl(0, m=0), "m"),
+    ("penalised_chebyshev penalty=0", lambda: _wc_prob().penalised_chebyshev(_T2 / 2, 0.0), "penalty"),
 ]
+
+
+_EYE2 = torch.eye(2)
+_ONES22 = torch.ones(2, 2)
+_ONES32 = torch.ones(3, 2)
+_IDX = torch.zeros(2, 4, dtype=torch.long)
+
+
+_X32 = torch.ones(3, 2, dtype=torch.float64)
+_Y3 = torch.ones(3, dtype=torch.float64)
+_T2 = torch.ones(2, dtype=torch.float64)
+
+
+def _nv() -> Any:
+    return dro.newsvendor_cost(1.0, 4.0)
+
+
+def _contaminated() -> Any:
+    import optarium.problems.contaminated as contaminated
+
+    return contaminated
+
+
+def _ota() -> Any:
+    import optarium.bilevel.ot_ambiguity as ota
+
+    return ota
+
+
+def _ota_prob() -> Any:
+    x = torch.tensor([[0.1, 0.0], [0.0, 0.2], [0.05, 0.1], [0.2, 0.1]])
+    return _ota().OTDROProblem("portfolio_w1", x)
+
+
+def _bl() -> Any:
+    import optarium.bilevel as bilevel
+
+    return bilevel
+
+
+_F64 = torch.float64
+
+
+def _mobl() -> Any:
+    import optarium.problems.multiobjective_bilevel as mobl
+
+    return mobl
+
+
+def _wc_prob() -> Any:
+    return _mobl().quadratic_mtbl(2, seed=0, m=12, dy=8, dx=3, rank=4)
+
+
+def _wc_run(**kw: Any) -> Any:
+    """One call of wc_penalty on a small quadratic problem, with ``kw`` overriding its arguments."""
+    args: dict[str, Any] = {"preference": torch.tensor([0.5, 0.5], dtype=_F64), "steps": 1, **kw}
+    pref = args.pop("preference")
+    return _bl().wc_penalty(_wc_prob(), torch.zeros(3, dtype=_F64), torch.zeros(8, dtype=_F64), pref, **args)
+
+
+def _sq2(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return (x**2).sum(-1) + (y**2).sum(-1)
+
+
+def _blt() -> Any:
+    import optarium.problems.bilevel_tasks as bilevel_tasks
+
+    return bilevel_tasks
+
+
+def _bl_inner(v: torch.Tensor, th: torch.Tensor, b: tuple) -> torch.Tensor:
+    return 0.5 * (b[1] - b[0] @ th) ** 2
+
+
+def _bl_outer(v: torch.Tensor, th: torch.Tensor, b: tuple) -> torch.Tensor:
+    return (0.5 * (b[1] - b[0] @ th) ** 2).mean()
+
+
+def _bl_prob() -> Any:
+    return _bl().BilevelProblem(_bl_inner, _bl_outer, lambda v, th: 0.5 * (torch.exp(v) * th**2).sum())
+
+
+def _bl_bad() -> Any:
+    return _bl().BilevelProblem(lambda v, th, b: _bl_inner(v, th, b).sum(), _bl_outer)
+
+
+_BL_DATA = (torch.ones(3, 2, dtype=torch.float64), torch.ones(3, dtype=torch.float64))
 
 
 def _lora() -> Any:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import optarium.experiments.clip_sgd_heavy_tail  # noqa: F401  (registers the experiment)
 from optarium.experiments.clip_sgd_heavy_tail import CONFIGS, decide, quantile
@@ -33,8 +35,11 @@ def _flat(n: int, median: float) -> list[float]:
     return [median * (0.9 + 0.2 * (i + 0.5) / n) for i in range(n)]
 
 
-def test_smoke_run_records_plots_and_withholds_verdict(tmp_path: Path) -> None:
+def test_smoke_run_records_plots_and_withholds_verdict(
+    tmp_path: Path, check_smoke: Callable[[str, Any], None]
+) -> None:
     out = run_experiment("clip-sgd-heavy-tail", "smoke", out=tmp_path, jobs=1)
+    check_smoke("clip-sgd-heavy-tail", out)  # the generic checks; test_all_smoke skips this slug
     assert all(u["status"] == "done" for u in out.units), [u.get("error") for u in out.units]
     assert len(out.units) == 3 * CONFIGS["smoke"]["seeds"]
     assert out.verdict.outcome == "no verdict"

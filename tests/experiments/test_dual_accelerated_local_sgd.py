@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,8 +67,11 @@ def _records(
     return recs
 
 
-def test_smoke_run_records_plots_and_withholds_verdict(tmp_path: Path) -> None:
+def test_smoke_run_records_plots_and_withholds_verdict(
+    tmp_path: Path, check_smoke: Callable[[str, Any], None]
+) -> None:
     out = run_experiment("dual-accelerated-local-sgd", "smoke", out=tmp_path, jobs=1)
+    check_smoke("dual-accelerated-local-sgd", out)  # the generic checks; test_all_smoke skips this slug
     assert all(u["status"] == "done" for u in out.units), [u.get("error") for u in out.units]
     assert len(out.units) == len(exp.METHODS) * exp.CONFIGS["smoke"]["seeds"]
     assert out.verdict.outcome == "no verdict"

@@ -80,27 +80,49 @@ def _toy(nm_S: float, nm_loss: float = 1e-5, gd_S: float | None = None) -> list[
         s_gf = math.sqrt((u * u - v * v) ** 2 + 4)
         for m, s, loss in (("toy-gd", gd_S or s_gf, 1e-20), ("toy-nm", nm_S * s_gf, nm_loss)):
             recs.append(
-                {"method": m, "seed": 0, "step": 500, "start": start, "final_S": s, "final_loss": loss,
-                 "S_gf": s_gf}
+                {
+                    "method": m,
+                    "seed": 0,
+                    "step": 500,
+                    "start": start,
+                    "final_S": s,
+                    "final_loss": loss,
+                    "S_gf": s_gf,
+                }
             )
     return recs
 
 
-def _mlp(method: str, seed: int, eta_s: list[float], upticks: float, loss0: float, final: float,
-         T: int = 300) -> list[dict[str, Any]]:
+def _mlp(
+    method: str, seed: int, eta_s: list[float], upticks: float, loss0: float, final: float, T: int = 300
+) -> list[dict[str, Any]]:
     recs = [
         {"method": method, "seed": seed, "step": k, "etaS": v, "S": v, "eta": 1.0}
         for k, v in zip([10 * (j // 2) + j % 2 for j in range(len(eta_s))], eta_s, strict=True)
     ]
     recs.append(
-        {"method": method, "seed": seed, "step": T, "final_loss": final, "loss0": loss0, "upticks": upticks,
-         "S_T": 1.0}
+        {
+            "method": method,
+            "seed": seed,
+            "step": T,
+            "final_loss": final,
+            "loss0": loss0,
+            "upticks": upticks,
+            "S_T": 1.0,
+        }
     )
     return recs
 
 
-def _quick(F_nm: float, *, first_high: bool = True, upticks: float = 100, control: float = 1.0,
-           nm_final: float = 0.2, ar_final: float = 0.15) -> list[dict[str, Any]]:
+def _quick(
+    F_nm: float,
+    *,
+    first_high: bool = True,
+    upticks: float = 100,
+    control: float = 1.0,
+    nm_final: float = 0.2,
+    ar_final: float = 0.15,
+) -> list[dict[str, Any]]:
     recs = _toy(0.8)
     n = 60
     for seed in range(5):
@@ -114,8 +136,16 @@ def _quick(F_nm: float, *, first_high: bool = True, upticks: float = 100, contro
             {"method": "mlp-control", "seed": seed, "step": k, "etaS": control, "S": 1.0, "eta": 1.0}
             for k in range(11)
         ]
-        recs.append({"method": "mlp-control", "seed": seed, "step": 10, "final_loss": 0.9, "loss0": 1.0,
-                     "upticks": 0.0})
+        recs.append(
+            {
+                "method": "mlp-control",
+                "seed": seed,
+                "step": 10,
+                "final_loss": 0.9,
+                "loss0": 1.0,
+                "upticks": 0.0,
+            }
+        )
     return recs
 
 
@@ -176,8 +206,18 @@ def _full(nm_S: float, d_armijo: float, capped_acc: float) -> list[dict[str, Any
             capped = m == "full-nm-capped"
             acc = 0.9 + (capped_acc + 0.001 * seed if capped else 0.0)
             recs.append(
-                {"method": m, "seed": seed, "step": T, "final_loss": 0.1, "loss0": 1.0, "upticks": 50.0,
-                 "S_T": s_t, "test_acc": acc, "late_rate": 0.5, "time_to_loss": 100.0}
+                {
+                    "method": m,
+                    "seed": seed,
+                    "step": T,
+                    "final_loss": 0.1,
+                    "loss0": 1.0,
+                    "upticks": 50.0,
+                    "S_T": s_t,
+                    "test_acc": acc,
+                    "late_rate": 0.5,
+                    "time_to_loss": 100.0,
+                }
             )
     return recs
 

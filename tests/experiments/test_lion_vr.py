@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -40,8 +42,11 @@ def _config() -> dict[str, object]:
     return {"methods": ["lion", "lion-vr"], "budgets": [4000], "verdict_budget": 4000}
 
 
-def test_smoke_run_records_plots_and_withholds_verdict(tmp_path: Path) -> None:
+def test_smoke_run_records_plots_and_withholds_verdict(
+    tmp_path: Path, check_smoke: Callable[[str, Any], None]
+) -> None:
     out = run_experiment("lion-vr", "smoke", out=tmp_path, jobs=1)
+    check_smoke("lion-vr", out)  # the generic checks; test_all_smoke skips this slug
     assert all(u["status"] == "done" for u in out.units), [u.get("error") for u in out.units]
     assert len(out.units) == len(exp.METHODS) * exp.CONFIGS["smoke"]["seeds"]
     assert out.verdict.outcome == "no verdict"

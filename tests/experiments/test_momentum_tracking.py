@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import optarium.experiments.momentum_tracking  # noqa: F401  (registers the experiment)
 from optarium.experiments.momentum_tracking import CONFIGS, decide
@@ -46,8 +48,11 @@ def _errors(drift_penalty: float, static_ratio: float) -> dict[tuple[str, str, f
     return err
 
 
-def test_smoke_run_records_plots_and_withholds_verdict(tmp_path: Path) -> None:
+def test_smoke_run_records_plots_and_withholds_verdict(
+    tmp_path: Path, check_smoke: Callable[[str, Any], None]
+) -> None:
     out = run_experiment("momentum-tracking", "smoke", out=tmp_path, jobs=1)
+    check_smoke("momentum-tracking", out)  # the generic checks; test_all_smoke skips this slug
     assert all(u["status"] == "done" for u in out.units), [u.get("error") for u in out.units]
     assert out.verdict.outcome == "no verdict"
     assert sorted(p.name for p in (out.run_dir / "figures").iterdir()) == [

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,8 +42,11 @@ def _records(
 _CFG = {"methods": ["pom", "qlogehvi", "random"], "verdict_cells": [["omnitest2", 5]]}
 
 
-def test_smoke_run_records_plots_and_withholds_verdict(tmp_path: Path) -> None:
+def test_smoke_run_records_plots_and_withholds_verdict(
+    tmp_path: Path, check_smoke: Callable[[str, Any], None]
+) -> None:
     out = run_experiment("pom-mobo", "smoke", out=tmp_path, jobs=1)
+    check_smoke("pom-mobo", out)  # the generic checks; test_all_smoke skips this slug
     assert all(u["status"] == "done" for u in out.units), [u.get("error") for u in out.units]
     assert len(out.units) == 3 * exp.CONFIGS["smoke"]["seeds"]
     assert out.verdict.outcome == "no verdict"

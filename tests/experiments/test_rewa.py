@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -42,8 +44,11 @@ def _records(rewa_sp: list[float], l1_sp: list[float], rewa_mse: float = 1.0, re
 QUICK = {"problems": CONFIGS["quick"]["problems"]}
 
 
-def test_smoke_run_records_plots_and_withholds_verdict(tmp_path: Path) -> None:
+def test_smoke_run_records_plots_and_withholds_verdict(
+    tmp_path: Path, check_smoke: Callable[[str, Any], None]
+) -> None:
     out = run_experiment("rewa", "smoke", out=tmp_path, jobs=1)
+    check_smoke("rewa", out)  # the generic checks; test_all_smoke skips this slug
     assert all(u["status"] == "done" for u in out.units), [u.get("error") for u in out.units]
     assert len(out.units) == len(EXPERIMENT.methods) * CONFIGS["smoke"]["seeds"]
     assert out.verdict.outcome == "no verdict"

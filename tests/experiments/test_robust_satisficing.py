@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -80,7 +81,8 @@ def test_selection_uses_mean_validation_worst_case_on_tuning_seeds() -> None:
 def test_configs_give_every_tuned_method_the_same_grid_size() -> None:
     assert {len(g) for g in GRIDS.values()} == {3}
     full = set(CONFIGS["full"]["methods"])
-    for task in ("sc", "lt", "cs"):
+    assert CONFIGS["full"]["tasks"] == ["sc", "lt", "dg", "cs"]
+    for task in ("sc", "lt", "dg", "cs"):
         for kind, grid in GRIDS.items():
             assert {f"{task}-{kind}{v:g}" for v in grid} <= full
 
@@ -93,3 +95,48 @@ def test_irs_diverging_on_more_seeds_than_erm_is_not_reproduced() -> None:
     v = decide(recs, QUICK)
     assert v.outcome == "not reproduced" and v.figures["sc_irs_diverged_seeds"] == 2
     assert v.figures["sc_worst_n_pairs"] == 18
+
+
+def test_loop_sgd_is_torch_sgd_bitwise() -> None:
+    """The experiment's lean SGD step gives bitwise the parameters of torch.optim.SGD(lr, momentum)."""
+    import torch
+
+    def train(make: Any) -> list[torch.Tensor]:
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+        opt = make(list(m.parameters()))
+        gen = torch.Generator().manual_seed(1)
+        for _ in range(7):
+            x, y = torch.randn(16, 6, generator=gen), torch.randint(0, 2, (16,), generator=gen)
+            loss = torch.nn.functional.cross_entropy(m(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return [p.detach().clone() for p in m.parameters()]
+
+    ours = train(lambda ps: rs._SGD(ps, lr=0.1, momentum=0.9))
+    ref = train(lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9))
+    assert all(torch.equal(a, b) for a, b in zip(ours, ref, strict=True))
+
+
+def test_irs_unit_warms_up_with_erm_and_counts_one_pass_each() -> None:
+    """The paper's IRS unit: 1 forward + 1 backward per step, its target from the 2-epoch ERM warm-up."""
+    import contextlib
+
+    logged: dict[str, Any] = {}
+
+    class Ctx:
+        def log(self, step: int, check_finite: bool = True, **m: Any) -> None:
+            logged.update(m)
+
+        @contextlib.contextmanager
+        def untimed(self) -> Any:
+            yield
+
+        evaluating = untimed
+
+    cfg = {**CONFIGS["smoke"], "epochs": 3, "warmup_epochs": 1}
+    rs.run(Ctx(), "sc-irs0.1", 0, cfg)
+    assert logged["fwd_per_step"] == 1.0 and logged["bwd_per_step"] == 1.0
+    assert logged["target"] == pytest.approx(1.1 * logged["l_erm_warmup"])
+    assert 0.0 <= logged["skipped_frac"] <= 1.0 and math.isfinite(logged["final_k"])

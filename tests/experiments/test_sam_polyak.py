@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +66,11 @@ GOOD_STO = {
 }
 
 
-def test_smoke_run_records_plots_and_withholds_verdict(tmp_path: Path) -> None:
+def test_smoke_run_records_plots_and_withholds_verdict(
+    tmp_path: Path, check_smoke: Callable[[str, Any], None]
+) -> None:
     out = run_experiment("sam-polyak", "smoke", out=tmp_path, jobs=1)
+    check_smoke("sam-polyak", out)  # the generic checks; test_all_smoke skips this slug
     assert all(u["status"] == "done" for u in out.units), [u.get("error") for u in out.units]
     assert len(out.units) == len(CONFIGS["smoke"]["methods"]) * CONFIGS["smoke"]["seeds"]
     assert out.verdict.outcome == "no verdict"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -34,8 +36,11 @@ def _robust(soft_err: list[float], ls_err: float = 1e5, hard_support: int = 1) -
     return recs
 
 
-def test_smoke_run_records_plots_and_withholds_verdict(tmp_path: Path) -> None:
+def test_smoke_run_records_plots_and_withholds_verdict(
+    tmp_path: Path, check_smoke: Callable[[str, Any], None]
+) -> None:
     out = run_experiment("softtorch", "smoke", out=tmp_path, jobs=1)
+    check_smoke("softtorch", out)  # the generic checks; test_all_smoke skips this slug
     assert all(u["status"] == "done" for u in out.units), [u.get("error") for u in out.units]
     assert out.verdict.outcome == "no verdict"
     assert {"robust_passes", "soft_error_max", "ltr_min_spearman"} <= set(out.verdict.figures)

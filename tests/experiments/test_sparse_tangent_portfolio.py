@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -37,8 +39,11 @@ def _synth_records(gaps: dict[int, list[float]]) -> list[dict[str, object]]:
     return recs
 
 
-def test_smoke_run_records_plots_and_withholds_verdict(tmp_path: Path) -> None:
+def test_smoke_run_records_plots_and_withholds_verdict(
+    tmp_path: Path, check_smoke: Callable[[str, Any], None]
+) -> None:
     out = run_experiment("sparse-tangent-portfolio", "smoke", out=tmp_path, jobs=1)
+    check_smoke("sparse-tangent-portfolio", out)  # the generic checks; test_all_smoke skips this slug
     assert all(u["status"] == "done" for u in out.units), [u.get("error") for u in out.units]
     assert out.verdict.outcome == "no verdict"
     assert {"s0_sp500_k3_dSR_pf", "s0_sp500_k3_se_pf", "s1_synthetic_k3_n8_dSR_pf"} <= set(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,8 +38,11 @@ GOOD = {
 CONFIG = {"gp_quality": False, "seeds": 3}
 
 
-def test_smoke_run_records_plots_and_withholds_verdict(tmp_path: Path) -> None:
+def test_smoke_run_records_plots_and_withholds_verdict(
+    tmp_path: Path, check_smoke: Callable[[str, Any], None]
+) -> None:
     out = run_experiment("turbo-enn", "smoke", out=tmp_path, jobs=1)
+    check_smoke("turbo-enn", out)  # the generic checks; test_all_smoke skips this slug
     assert all(u["status"] == "done" for u in out.units), [u.get("error") for u in out.units]
     assert out.verdict.outcome == "no verdict"
     figs = out.verdict.figures

@@ -57,3 +57,17 @@ def test_records_final_takes_last_step_of_done_units_only() -> None:
         {"method": "b", "seed": 0, "step": 9, "loss": 3.0, "status": "done"},
     ]
     assert records_final(recs, "loss", "a") == {0: 1.0}
+
+
+def test_mean_sd_of_huge_and_non_finite_values_does_not_raise() -> None:
+    m, sd = mean_sd([2e243, 1.0, 3.0])  # a diverged baseline's finite error: (v - m)^2 would overflow
+    assert m == pytest.approx(2e243 / 3, rel=1e-12)
+    assert sd == pytest.approx(2e243 * math.sqrt(((2 / 3) ** 2 + 2 * (1 / 3) ** 2) / 2), rel=1e-12)
+    m, sd = mean_sd([1e308, 1e308])
+    assert m == pytest.approx(1e308) and sd == 0.0
+    m, sd = mean_sd([1.0, math.inf])
+    assert m == math.inf and math.isnan(sd)
+    m, sd = mean_sd([1.0, math.nan, 2.0])
+    assert math.isnan(m) and math.isnan(sd)
+    m, sd = mean_sd([1.0, 2.0, 4.0])  # the scaled form changes nothing at ordinary magnitudes
+    assert sd == pytest.approx(math.sqrt(7 / 3), rel=1e-15)

@@ -220,14 +220,86 @@ def test_cost_counters_follow_the_cost_model() -> None:
     model, params = _classifier()
     batch = _batch()
     expected = {"bp": 3.0, "bp_checkpoint": 4.0, "bp_accumulate": 3.0, "fmad": 2.5 * 2, "zo": 2.0 * 2}
+    expected.update({"fmad_svrg": 5.0 * 2, "zo_svrg": 4.0 * 2})  # both points per direction
+    anchor = {"fmad_svrg": 2.5 * 3 * 2, "zo_svrg": 2.0 * 3 * 2}  # 2 batches x 3 directions
     for name in ESTIMATORS:
         est = make_estimator(name, num_directions=2, micro_batches=3)
+        assert est.step_cost() == expected[name]
+        fe0 = 0.0
+        if name in anchor:
+            est.set_anchor(model, F.cross_entropy, [batch, batch], params, directions=3)
+            fe0 = anchor[name]
+            assert est.anchor_cost(2, 3) == fe0
+            assert est.counters.forward_equivalents == pytest.approx(fe0, rel=1e-12)
         for _ in range(2):
             est.compute(model, F.cross_entropy, batch, params)
         assert est.counters.steps == 2
-        assert est.counters.forward_equivalents == pytest.approx(2 * expected[name], rel=1e-12)
+        assert est.counters.forward_equivalents == pytest.approx(fe0 + 2 * expected[name], rel=1e-12)
         est.counters.reset()
         assert est.counters.forward_equivalents == 0.0
+
+
+@pytest.mark.parametrize("name", ["fmad_svrg", "zo_svrg"])
+def test_svrg_is_unbiased_around_its_anchor(name: str) -> None:
+    """E[g_svrg] = grad(theta) - grad(anchor point) + anchor estimate; at the anchor point g = anchor."""
+    d, k = 5, 1500 if name == "fmad_svrg" else 800
+    model = _Linear(d)
+    batch = _regression(d)
+    params = list(model.parameters())
+    est = make_estimator(name, num_directions=k, seed=21, tangent_batch=500)
+    est.set_anchor(model, _mse, [batch, _regression(d, seed=2)], params, directions=4)
+    assert est.anchor_grad is not None
+    anchor = torch.cat([a.reshape(-1) for a in est.anchor_grad]).clone()
+    g_tilde = _true_grad(model, _mse, batch, params)
+    est.compute(model, _mse, batch, params)  # at the anchor point the differences vanish exactly
+    torch.testing.assert_close(_grads(params), anchor, rtol=0, atol=1e-12)
+    with torch.no_grad():
+        model.w.add_(torch.linspace(-0.5, 0.7, d, dtype=torch.float64))
+    g = _true_grad(model, _mse, batch, params)
+    est.compute(model, _mse, batch, params)
+    diff = g - g_tilde
+    se = ((diff.square().sum() + diff.square()) / k).sqrt()  # quadratic loss: exact projections
+    z = (_grads(params) - (diff + anchor)).abs() / se
+    assert float(z.max()) < 4.5
+    assert est.steps_since_anchor == 2
+
+
+@pytest.mark.parametrize("name", ["fmad", "zo"])
+def test_sparse_variant_has_mean_keep_times_grad(name: str) -> None:
+    d, k, keep = 6, 4000 if name == "fmad" else 2000, 0.3
+    model = _Linear(d)
+    batch = _regression(d)
+    params = list(model.parameters())
+    g = _true_grad(model, _mse, batch, params)
+    est = make_estimator(name, num_directions=k, sparse_keep=keep, seed=5, tangent_batch=1000)
+    est.compute(model, _mse, batch, params)
+    # Var of (g . m z)(m z)_i with m ~ Bernoulli(keep), z ~ N(0, 1): 3 p g_i^2 + p^2 (|g|^2 - 2 g_i^2)
+    var = 3 * keep * g.square() + keep**2 * (g.square().sum() - 2 * g.square())
+    z = (_grads(params) - keep * g).abs() / (var / k).sqrt()
+    assert float(z.max()) < 4.5
+    assert float((_grads(params) - g).abs().max()) > 0.2 * float(g.abs().max())  # not the plain estimate
+
+
+def test_batched_tangents_equal_the_one_at_a_time_loop() -> None:
+    model, params = _classifier()
+    batch = _batch()
+    out = {}
+    for name in ("fmad", "fmad_svrg"):
+        for tb in (1, 3):
+            est = make_estimator(name, num_directions=5, tangent_batch=tb, seed=8, sparse_keep=0.5)
+            if name == "fmad_svrg":
+                est.set_anchor(model, F.cross_entropy, [batch], params)
+                with torch.no_grad():
+                    params[-1].add_(0.3)
+            est.compute(model, F.cross_entropy, batch, params)
+            if name == "fmad_svrg":
+                with torch.no_grad():
+                    params[-1].sub_(0.3)
+            out[name, tb] = (_grads(params).clone(), est.last_directional, est.counters.jvp)
+    for name in ("fmad", "fmad_svrg"):
+        torch.testing.assert_close(out[name, 3][0], out[name, 1][0], rtol=1e-10, atol=1e-12)
+        assert out[name, 3][1] == pytest.approx(out[name, 1][1], rel=1e-10, abs=1e-12)
+        assert out[name, 3][2] == out[name, 1][2] == (5 + 10 if name == "fmad_svrg" else 5)  # anchor + 2 x 5
 
 
 def test_bad_input() -> None:
@@ -241,6 +313,16 @@ def test_bad_input() -> None:
         make_estimator("adam")
     with pytest.raises(ValueError, match=r"^sparse_keep"):
         make_estimator("zo", sparse_keep=0.0)
+    with pytest.raises(ValueError, match=r"^tangent_batch"):
+        make_estimator("fmad", tangent_batch=0)
+    with pytest.raises(ValueError, match=r"^name"):
+        make_estimator("fmad").set_anchor(_Linear(3), _mse, [_regression(3)])
+    with pytest.raises(ValueError, match=r"^name"):
+        make_estimator("zo_svrg").compute(_Linear(3), _mse, _regression(3))
+    with pytest.raises(ValueError, match=r"^batches"):
+        make_estimator("zo_svrg").set_anchor(_Linear(3), _mse, [])
+    with pytest.raises(ValueError, match=r"^n_batches"):
+        make_estimator("zo_svrg").anchor_cost(0)
     model = _Linear(3)
     with pytest.raises(ValueError, match=r"^batch"):
         make_estimator("bp").compute(model, _mse, (torch.ones(3),))  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""The RS criterion, the reconstructed IRS controller and the DRO baselines (spec tests 1-8)."""
+"""The RS criterion, the paper's IRS update, the reconstructed IRS controller and the DRO baselines."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ import torch.nn.functional as F
 
 from optarium.optim.robust_satisficing import (
     GroupDROLoss,
+    IterativeRobustSatisficing,
     RobustSatisficingLoss,
     chi2_dro_loss,
     cvar_loss,
     erm_loss,
     jtt_weights,
+    kl_fragility,
     rs_fragility,
     tilted_loss,
 )
@@ -240,9 +242,159 @@ def test_jtt_weights() -> None:
         (lambda: chi2_dro_loss(torch.ones(3), -1.0), "rho"),
         (lambda: GroupDROLoss(0), "n_groups"),
         (lambda: jtt_weights(torch.ones(3), 2.0), "misclassified"),
+        (lambda: kl_fragility(torch.ones(3), math.nan), "target"),
+        (lambda: kl_fragility(torch.ones(3), 1.0, torch.tensor([1.0, 0.0, 1.0])), "prior"),
+        (lambda: kl_fragility(torch.ones(3), 1.0, k_bounds=(1.0, 0.5)), "k_bounds"),
+        (lambda: IterativeRobustSatisficing(-1.0), "target"),
+        (lambda: IterativeRobustSatisficing(1.0, tau_multiplier=0.5), "tau_multiplier"),
+        (lambda: IterativeRobustSatisficing(1.0, scale="x"), "scale"),
+        (lambda: IterativeRobustSatisficing(1.0)(torch.ones(3), torch.zeros(3, dtype=torch.long)), "groups"),
+        (
+            lambda: IterativeRobustSatisficing(1.0, prior=torch.ones(2))(
+                torch.ones(3), torch.tensor([0, 1, 2])
+            ),
+            "groups",
+        ),
     ],
 )
 def test_bad_input(call, name: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises((ValueError, TypeError)) as e:
         call()
     assert str(e.value).startswith(name)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The paper's IRS update (kl_fragility, IterativeRobustSatisficing).
+
+
+def _ratio_sup(x: torch.Tensor, p: torch.Tensor, tau: float) -> tuple[float, float]:
+    """Brute force of the paper's inner problem: max over a dense h grid of (E_h F - tau) / KL(P_h || p)."""
+    hs = torch.logspace(-4, 3, 20001, dtype=torch.float64)
+    logits = torch.log(p)[None, :] + hs[:, None] * x[None, :]
+    P = torch.softmax(logits, 1)
+    kl = (P * (torch.log(P.clamp_min(1e-300)) - torch.log(p)[None, :])).sum(1)
+    ok = kl > 1e-10
+    ratio = torch.where(ok, (P @ x - tau) / kl.clamp_min(1e-10), -math.inf)
+    i = int(ratio.argmax())
+    return float(ratio[i]), 1.0 / float(hs[i])
+
+
+def test_kl_fragility_is_the_rs_boundary_and_the_ratio_supremum() -> None:
+    x = _u03(torch.float64)
+    for tau in (1.01 * float(x.mean()), float(x.mean()) + 0.3, float(x.max()) - 0.05):
+        k, w = kl_fragility(x, tau, k_bounds=(1e-3, 1e3))
+        assert k == pytest.approx(rs_fragility(x, tau, k_bounds=(1e-3, 1e3)), rel=1e-5)
+        torch.testing.assert_close(w, torch.softmax(x / k, 0), rtol=1e-12, atol=1e-14)
+        sup, k_at = _ratio_sup(x, torch.full_like(x, 1 / 64), tau)
+        assert sup == pytest.approx(k, rel=1e-3) and k_at == pytest.approx(k, rel=1e-2)
+
+
+def test_kl_fragility_with_a_group_prior_matches_the_ratio_supremum() -> None:
+    f = torch.tensor([0.2, 0.25, 1.4, 0.9], dtype=torch.float64)
+    p = torch.tensor([0.475, 0.475, 0.025, 0.025], dtype=torch.float64)
+    tau = 1.1 * float(p @ f)
+    k, w = kl_fragility(f, tau, p * 7.0)  # the prior need not be normalised
+    sup, _ = _ratio_sup(f, p, tau)
+    assert k == pytest.approx(sup, rel=1e-3)
+    phi = k * math.log(float((p * torch.exp(f / k)).sum()))
+    assert phi == pytest.approx(tau, rel=1e-7)  # on the RS boundary
+    ref = p * torch.exp(f / k)
+    torch.testing.assert_close(w, ref / ref.sum())
+    assert float(w[2]) > float(p[2])  # the worst case moves mass to the high-loss minority group
+
+
+def test_kl_fragility_edges() -> None:
+    x = torch.tensor([0.1, 0.5, 2.0], dtype=torch.float64)
+    k, w = kl_fragility(x, 2.5)  # the target holds under every shift: fragility 0, no tilt
+    assert k == 0.0 and torch.allclose(w, torch.full((3,), 1 / 3, dtype=torch.float64))
+    assert kl_fragility(x, float(x.mean()) + 1e-9, k_bounds=(0.1, 10.0))[0] == pytest.approx(10.0, rel=1e-12)
+    assert kl_fragility(x, 2.0 - 1e-12, k_bounds=(0.1, 10.0))[0] == pytest.approx(0.1)  # clamped at k_min
+
+
+def test_irs_group_loss_weights_groups_by_the_worst_case() -> None:
+    gen = torch.Generator().manual_seed(3)
+    w = torch.randn(5, 3, dtype=torch.float64, generator=gen, requires_grad=True)
+    x = torch.randn(40, 5, dtype=torch.float64, generator=gen)
+    y = torch.randint(0, 3, (40,), generator=gen)
+    g = torch.randint(0, 4, (40,), generator=gen)
+    g[g == 2] = 1  # group 2 absent from this batch
+    prior = torch.tensor([0.4, 0.3, 0.2, 0.1], dtype=torch.float64)
+    irs = IterativeRobustSatisficing(0.05, prior=prior)
+    losses = F.cross_entropy(x @ w, y, reduction="none")
+    loss = irs(losses, g)
+    means = torch.stack([losses[g == a].mean() for a in (0, 1, 3)])
+    p = prior[[0, 1, 3]] / prior[[0, 1, 3]].sum()
+    ref_target = max(0.05, 1.01 * float(p @ means.detach()))
+    assert irs.active_target == pytest.approx(ref_target, rel=1e-12)
+    k_ref, _ = kl_fragility(means.detach(), ref_target, p, grid=64, rounds=1)
+    assert irs.k == pytest.approx(k_ref, rel=1e-3)
+    (grad,) = torch.autograd.grad(loss, w, retain_graph=True)
+    wk = p * torch.exp(means.detach() / irs.k)
+    (ref,) = torch.autograd.grad((wk / wk.sum() * means).sum(), w)
+    torch.testing.assert_close(grad, ref, rtol=1e-10, atol=1e-12)  # Danskin: detached worst-case weights
+    assert irs.fragility == irs.k and irs.state_dict()["steps"] == 1
+
+
+def test_irs_sample_atoms_kl_scale_skip_and_single_group() -> None:
+    losses = (
+        3 * torch.rand(64, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    ).requires_grad_()
+    irs = IterativeRobustSatisficing(0.0)
+    loss = irs(losses)
+    k = irs.k
+    ref = torch.softmax(losses.detach() / k, 0)
+    (g,) = torch.autograd.grad(loss, losses)
+    torch.testing.assert_close(g, ref, rtol=1e-12, atol=1e-14)  # sum_i w_i grad l_i, w = softmax(l / k)
+    assert k == pytest.approx(rs_fragility(losses, 1.01 * float(losses.detach().mean())), rel=1e-3)
+    kl_irs = IterativeRobustSatisficing(0.0, scale="kl")
+    (g2,) = torch.autograd.grad(kl_irs(losses), losses)
+    kl = float((ref * torch.log(64 * ref)).sum())
+    torch.testing.assert_close(g2, ref / kl, rtol=1e-3, atol=1e-12)
+    skip = IterativeRobustSatisficing(10.0)  # the target is above every loss: fragility 0, no update
+    out = skip(losses)
+    assert float(out.detach()) == 0.0 and skip.k == 0.0 and skip.skipped == 1
+    one = IterativeRobustSatisficing(0.0, prior=torch.ones(2))
+    small = losses[:4]
+    out = one(small, torch.zeros(4, dtype=torch.long)).detach()
+    assert float(out) == pytest.approx(float(small.detach().mean()))
+
+
+def test_irs_one_forward_one_backward_per_step() -> None:
+    model = _quick_mlp(0)
+    counts = {"fwd": 0, "bwd": 0}
+    model.register_forward_hook(lambda *a: counts.__setitem__("fwd", counts["fwd"] + 1))
+    model[0].register_full_backward_hook(lambda *a: counts.__setitem__("bwd", counts["bwd"] + 1))
+    irs = IterativeRobustSatisficing(0.1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(32, 16, requires_grad=True), torch.randint(0, 2, (32,))
+    for _ in range(3):
+        loss = irs(F.cross_entropy(model(x), y, reduction="none"))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert counts == {"fwd": 3, "bwd": 3}
+
+
+def test_irs_without_shift_trains_like_erm() -> None:
+    """No shift (a independent of y): the paper's IRS (sample atoms) matches ERM's accuracy to 3 points."""
+    from optarium.problems.distribution_shift import spurious_correlation
+
+    d = spurious_correlation(0, n_train=1000, n_test_per_group=250, p_major=0.5)
+    x, y = d["train"].x, d["train"].y
+    accs = []
+    for irs in (None, IterativeRobustSatisficing(0.0)):
+        model = _quick_mlp(0)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        gen = torch.Generator().manual_seed(0)
+        for _ in range(5):
+            perm = torch.randperm(len(y), generator=gen)
+            for i in range(0, len(y), 64):
+                idx = perm[i : i + 64]
+                losses = F.cross_entropy(model(x[idx]), y[idx], reduction="none")
+                loss = losses.mean() if irs is None else irs(losses)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        with torch.no_grad():
+            accs.append(float((model(d["test"].x).argmax(1) == d["test"].y).float().mean()))
+    assert abs(accs[1] - accs[0]) <= 0.03, accs  # measured 0.834 (ERM) vs 0.845 (IRS)

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from optarium.problems.distribution_shift import covariate_shift, long_tail, spurious_correlation
+from optarium.problems.distribution_shift import (
+    covariate_shift,
+    long_tail,
+    long_tail_digits,
+    spurious_correlation,
+)
 
 
 def test_spurious_correlation_groups() -> None:
@@ -41,6 +46,30 @@ def test_long_tail_sizes() -> None:
     assert torch.bincount(d["test"].y).tolist() == [200] * 10
 
 
+def test_long_tail_digits_sizes_disjoint_and_seeded() -> None:
+    from optarium.problems.datasets import load_digits
+
+    d = long_tail_digits(0)
+    tr = d["train"]
+    sizes = torch.bincount(tr.y, minlength=10)
+    assert sorted(sizes.tolist(), reverse=True) == [max(1, round(90 * 100 ** (-c / 9))) for c in range(10)]
+    assert int(sizes.max()) == 90 and int(sizes.min()) == 1  # the ratio 100 rounded at the one-image tail
+    assert torch.bincount(d["val"].y).tolist() == [20] * 10
+    assert torch.bincount(d["test"].y).tolist() == [60] * 10
+    assert tr.x.shape[1] == 64 and torch.equal(tr.g, tr.y)
+    x_all, _ = load_digits()
+    counts: dict[tuple, int] = {}
+    for r in x_all.tolist():
+        counts[tuple(r)] = counts.get(tuple(r), 0) + 1
+    unique = {r for r, c in counts.items() if c == 1}  # a few digit images occur twice in the data set
+    rows = {k: {tuple(r) for r in v.x.tolist()} & unique for k, v in d.items()}
+    assert not (rows["train"] & rows["test"]) and not (rows["train"] & rows["val"])
+    assert not (rows["val"] & rows["test"])  # the splits are disjoint draws
+    other = long_tail_digits(1)
+    assert torch.equal(long_tail_digits(0)["train"].x, tr.x)
+    assert torch.bincount(other["train"].y, minlength=10).tolist() != sizes.tolist()  # the rare digit moves
+
+
 def test_covariate_shift() -> None:
     d = covariate_shift(0)
     assert float(d["train"].g.float().mean()) < 0.08
@@ -55,6 +84,8 @@ def test_covariate_shift() -> None:
         (lambda: spurious_correlation(0, p_major=1.5), "p_major"),
         (lambda: long_tail(0, imbalance=0.5), "imbalance"),
         (lambda: covariate_shift(0, noise=0.0), "noise"),
+        (lambda: long_tail_digits(0, n_head=150), "n_head"),
+        (lambda: long_tail_digits(0, imbalance=0.5), "imbalance"),
     ],
 )
 def test_bad_input(call, name: str) -> None:  # type: ignore[no-untyped-def]

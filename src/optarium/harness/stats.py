@@ -17,15 +17,29 @@ __all__ = ["PairedEffect", "mean_sd", "mean_se", "paired_effect", "records_final
 
 
 def mean_sd(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and sample standard deviation (ddof = 1; NaN for fewer than two values)."""
+    """Mean and sample standard deviation (ddof = 1; NaN for fewer than two values).
+
+    Exact for any finite floats, however large: deviations are scaled by the largest before squaring, so a
+    measured 1e200 (a diverging baseline's error) gives its true mean and spread instead of an
+    ``OverflowError``. With a non-finite value the mean is that value (``inf``, ``-inf`` or NaN, as IEEE
+    arithmetic gives it) and the spread is NaN.
+    """
     n = len(values)
     if n == 0:
         return math.nan, math.nan
-    m = math.fsum(values) / n
+    vals = [float(v) for v in values]
+    if not all(math.isfinite(v) for v in vals):
+        return sum(vals) / n, math.nan
+    big = max(abs(v) for v in vals)
+    scale = big if big > 1e150 else 1.0  # fsum of values near the float limit would overflow
+    m = math.fsum(v / scale for v in vals) / n * scale
     if n < 2:
         return m, math.nan
-    var = math.fsum((v - m) ** 2 for v in values) / (n - 1)
-    return m, math.sqrt(var)
+    dev = max(abs(v - m) for v in vals)
+    if dev == 0.0:
+        return m, 0.0
+    var_scaled = math.fsum(((v - m) / dev) ** 2 for v in vals) / (n - 1)
+    return m, dev * math.sqrt(var_scaled)
 
 
 def mean_se(values: Sequence[float]) -> tuple[float, float]:

@@ -1,7 +1,13 @@
 """Optimizers: ``torch.optim.Optimizer`` subclasses and optimizer wrappers, one module per method."""
 
 from optarium.optim._nonfinite import NONFINITE_POLICIES, NonFiniteGradientError
-from optarium.optim.basis_rotation import AsyncPipelineSimulator, RotatedAdamW, basis_alignment
+from optarium.optim.basis_rotation import (
+    AsyncPipelineSimulator,
+    PipeMareStage,
+    RotatedAdamW,
+    basis_alignment,
+    staleness_factory,
+)
 from optarium.optim.clip_sgd import CLIP_MODES, BallProjection, ClipSGD, clip_by_norm
 from optarium.optim.functional import foreach_sign_power, sign_power
 from optarium.optim.gradient_estimators import ESTIMATORS, CostCounters, GradientEstimator, make_estimator
@@ -29,11 +35,13 @@ from optarium.optim.nonmonotone_ls import LINE_SEARCH_INITS, LINE_SEARCH_MODES, 
 from optarium.optim.rewa import ReWA, from_hidden, to_hidden
 from optarium.optim.robust_satisficing import (
     GroupDROLoss,
+    IterativeRobustSatisficing,
     RobustSatisficingLoss,
     chi2_dro_loss,
     cvar_loss,
     erm_loss,
     jtt_weights,
+    kl_fragility,
     rs_fragility,
     tilted_loss,
 )
@@ -60,12 +68,14 @@ __all__ = [
     "GradPower",
     "GradientEstimator",
     "GroupDROLoss",
+    "IterativeRobustSatisficing",
     "LRSweep",
     "Lion",
     "LionVR",
     "MirrorDescent",
     "NonFiniteGradientError",
     "NonmonotoneLineSearchGD",
+    "PipeMareStage",
     "ReWA",
     "RobustSatisficingLoss",
     "RotatedAdamW",
@@ -83,6 +93,7 @@ __all__ = [
     "foreach_sign_power",
     "from_hidden",
     "jtt_weights",
+    "kl_fragility",
     "levy_mirror_flow",
     "lion_update_",
     "lr_grid",
@@ -94,6 +105,7 @@ __all__ = [
     "rs_fragility",
     "sam_step",
     "sign_power",
+    "staleness_factory",
     "stationary_error",
     "tilted_loss",
     "to_hidden",

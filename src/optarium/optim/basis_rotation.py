@@ -27,8 +27,12 @@ and every ``precondition_frequency`` steps :math:`Q_L, Q_R` are refreshed from :
 "eigh"``: eigenvectors, descending eigenvalues, :math:`v'` kept as is; ``"power_qr"``: one power-iteration
 step :math:`L Q_L` followed by QR, the columns and :math:`v'` permuted to descending estimated eigenvalues).
 The first step is a cold start: :math:`L, R` are initialised with the first gradient and the basis is their
-eigenbasis. The momentum is kept in the original coordinates and projected every step, which equals
-re-projecting a rotated momentum whenever :math:`Q` changes (rotate out with the old basis, in with the new).
+eigenbasis. The momentum is kept in the rotated basis, :math:`m' \leftarrow \beta_1 m' + (1-\beta_1) G'`
+(state ``exp_avg``), and re-projected whenever :math:`Q` changes (rotate out with the old basis, in with the
+new, in ``basis_dtype``), as SOAP keeps it; in exact arithmetic this equals the formula above (the official
+code's momentum in the original coordinates, projected every step), with two matrix products fewer per step.
+A state saved by an earlier version (``exp_avg`` in the original coordinates, no ``momentum_rotated`` flag) is
+rotated in at its first step.
 ``source="1st"`` takes the basis from the SVD of the one-step look-ahead momentum
 :math:`\beta_1 m + (1-\beta_1) G`; ``source="oracle"`` uses fixed bases given through ``bases``. ``L``,
 ``R`` and ``Q`` are kept in ``basis_dtype`` (float64 by default: float32 ``eigh`` loses orthogonality).
@@ -60,6 +64,13 @@ PipeDream 1F1B schedule's distance to the last stage). One step: build the stale
 per-stage snapshots (forward and backward use the same snapshot), run one forward/backward on the batch,
 write each stage's gradient into the *current* parameters' ``.grad`` and step that stage's optimizer. With
 all delays 0 it is ordinary training, bit for bit.
+
+The paper's staleness baselines are stage-optimizer factories for the simulator (:func:`staleness_factory`):
+GPipe (no delay) and PipeDream (AdamW on stale weights), PipeDream-LR (:func:`pipedream_lr_scale`; the spec's
+rule, the paper's was not read), the Nesterov correction of Ajanthan et al. 2025 (NAdamW with
+:math:`\beta_1 = 0.99`, the practical form of the authors' public run script) and PipeMare of Yang et al.
+2021 (:class:`PipeMareStage`: learning-rate rescheduling and weight prediction, our reading of the paper's
+rules). Each is exactly its plain optimizer at delay 0.
 """
 
 from __future__ import annotations
@@ -88,12 +99,18 @@ __all__ = [
     "EPS_PLACEMENTS",
     "FIRST_STEPS",
     "GEOMETRIES",
+    "PIPEDREAM_LR_RULES",
     "REFRESHES",
+    "STALENESS_BASELINES",
     "AsyncPipelineSimulator",
+    "PipeMareStage",
     "RotatedAdamW",
     "basis_alignment",
     "linear_delays",
     "partition_units",
+    "pipedream_lr_scale",
+    "pipemare_lr_scale",
+    "staleness_factory",
 ]
 
 GEOMETRIES: tuple[str, ...] = ("bilateral", "unilateral")
@@ -312,6 +329,7 @@ class RotatedAdamW(DropInOptimizer):
         st["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
         st["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
         st["L"] = st["R"] = st["Q_L"] = st["Q_R"] = None
+        st["momentum_rotated"] = True  # exp_avg is kept in the rotated basis (zeros: the same in any basis)
         if p.dim() != 2:
             return
         if self.source == "oracle":
@@ -335,9 +353,24 @@ class RotatedAdamW(DropInOptimizer):
     def _refresh(
         self, p: torch.Tensor, g: torch.Tensor, st: dict[str, Any], group: Mapping[str, Any]
     ) -> None:
+        old_l, old_r = st["Q_L"], st["Q_R"]
+        self._new_basis(p, g, st, group)
+        # re-project the rotated momentum: rotate out with the old basis, in with the new (in basis_dtype)
+        m = st["exp_avg"]
+        y = m.to(self.basis_dtype)
+        if old_l is not None:
+            y = (st["Q_L"].T @ old_l) @ y
+        if old_r is not None:
+            y = y @ (old_r.T @ st["Q_R"])
+        m.copy_(y)
+
+    def _new_basis(
+        self, p: torch.Tensor, g: torch.Tensor, st: dict[str, Any], group: Mapping[str, Any]
+    ) -> None:
         if self.source == "1st":
             b1 = group["betas"][0]
-            look = (b1 * st["exp_avg"] + (1.0 - b1) * g).to(self.basis_dtype)
+            m_orig = self._rot_out(st["exp_avg"].to(self.basis_dtype), st["Q_L"], st["Q_R"])
+            look = b1 * m_orig + (1.0 - b1) * g.to(self.basis_dtype)
             u, _, vh = torch.linalg.svd(look, full_matrices=True)
             if st["Q_L"] is not None:
                 st["Q_L"] = u
@@ -395,9 +428,17 @@ class RotatedAdamW(DropInOptimizer):
                     qr = None if qr is None else qr.to(p.dtype)
                 if wd != 0:
                     p.mul_(1.0 - lr * wd)
+                rotated = ql is not None or qr is not None
+                if rotated and not st.get("momentum_rotated", False):
+                    # a state saved when exp_avg was kept in the original coordinates: rotate it in once
+                    st["exp_avg"] = self._rot_in(st["exp_avg"], st["Q_L"], st["Q_R"])
+                st["momentum_rotated"] = True
                 m, v = st["exp_avg"], st["exp_avg_sq"]
-                m.mul_(b1).add_(g, alpha=1.0 - b1)
                 g_rot = self._rot_in(g, ql, qr)
+                # the momentum lives in the rotated basis (re-projected at each refresh), as SOAP keeps it:
+                # equal in exact arithmetic to rotating an original-coordinate momentum every step, with two
+                # matrix products fewer per step
+                m.mul_(b1).add_(g_rot, alpha=1.0 - b1)
                 v.mul_(b2).addcmul_(g_rot, g_rot, value=1.0 - b2)
                 bc1 = 1.0 - b1**t
                 bc2 = 1.0 - b2**t
@@ -407,10 +448,10 @@ class RotatedAdamW(DropInOptimizer):
                 else:
                     denom = v.sqrt().add_(eps)
                     step_size = lr * math.sqrt(bc2) / bc1
-                if ql is None and qr is None:
+                if not rotated:
                     p.addcdiv_(m, denom, value=-step_size)
                 else:
-                    upd = self._rot_out(self._rot_in(m, ql, qr) / denom, ql, qr)
+                    upd = self._rot_out(m / denom, ql, qr)
                     p.add_(upd, alpha=-step_size)
                 if p.dim() != 2 or self.source == "oracle":
                     continue
@@ -482,6 +523,11 @@ class AsyncPipelineSimulator:
         units: the model's units in forward order, each a list of parameter names (default: top-level
             children holding parameters, a tied parameter belonging to its first owner, i.e. stage 1).
 
+    A stage optimizer that has a method ``forward_weights(p)`` (e.g. :class:`PipeMareStage`) supplies the
+    weights stored in that stage's snapshots (weight prediction); otherwise the snapshots are the weights.
+    :func:`staleness_factory` builds the factories of the paper's baselines (GPipe, PipeDream, PipeDream-LR,
+    Nesterov correction, PipeMare) and of the rotated optimizer.
+
     Example:
         >>> import torch
         >>> model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
@@ -528,7 +574,7 @@ class AsyncPipelineSimulator:
         self.delays: list[int] = taus
         self.stage_names: list[list[str]] = [[n for u in b for n in unit_names[u]] for b in blocks]
         self._params = names
-        self.optimizers: list[torch.optim.Optimizer] = []
+        self.optimizers: list[Any] = []
         for s, stage in enumerate(self.stage_names):
             ps = [names[n] for n in stage]
             try:
@@ -537,13 +583,15 @@ class AsyncPipelineSimulator:
                 opt = optimizer_factory(ps)
             self.optimizers.append(opt)
         self._buffers: list[deque[dict[str, torch.Tensor]]] = [
-            deque([self._snapshot(stage)], maxlen=tau + 1)
-            for stage, tau in zip(self.stage_names, taus, strict=True)
+            deque([self._snapshot(s)], maxlen=tau + 1) for s, tau in enumerate(taus)
         ]
         self.steps = 0
 
-    def _snapshot(self, stage: Sequence[str]) -> dict[str, torch.Tensor]:
-        return {n: self._params[n].detach().clone() for n in stage}
+    def _snapshot(self, s: int) -> dict[str, torch.Tensor]:
+        predict = getattr(self.optimizers[s], "forward_weights", None)
+        if callable(predict):
+            return {n: predict(self._params[n]) for n in self.stage_names[s]}
+        return {n: self._params[n].detach().clone() for n in self.stage_names[s]}
 
     def stale_parameters(self) -> dict[str, torch.Tensor]:
         """The weights the next step's forward/backward uses (stage ``s``: snapshot ``max(t - tau_s, 0)``)."""
@@ -555,10 +603,22 @@ class AsyncPipelineSimulator:
                 out.update(buf[0])
         return out
 
-    def step(self, batch: tuple[Any, Any], loss_fn: Callable[[Any, Any], torch.Tensor]) -> float:
-        """One pipeline step on ``batch = (inputs, targets)``: stale fwd/bwd, per-stage updates; the loss."""
+    def step(
+        self,
+        batch: tuple[Any, Any],
+        loss_fn: Callable[[Any, Any], torch.Tensor],
+        *,
+        max_grad_norm: float | None = None,
+    ) -> float:
+        """One pipeline step on ``batch = (inputs, targets)``: stale fwd/bwd, per-stage updates; the loss.
+
+        ``max_grad_norm``: clip the global norm of the (stale) gradient over all stages to this value before
+        the stage updates (``torch.nn.utils.clip_grad_norm_``; ``None``: no clipping).
+        """
         if not isinstance(batch, tuple | list) or len(batch) != 2:
             raise ValueError("batch: must be a pair (inputs, targets)")
+        if max_grad_norm is not None:
+            check_in_range("max_grad_norm", max_grad_norm, 0.0, math.inf, low_inclusive=False)
         stale = self.stale_parameters()
         leaves = {n: (t if t.requires_grad else t.detach().requires_grad_(True)) for n, t in stale.items()}
         current = {n: self._params[n] for n in leaves}
@@ -573,10 +633,233 @@ class AsyncPipelineSimulator:
                 grads = torch.autograd.grad(loss, list(leaves.values()), allow_unused=True)
                 for n, gr in zip(leaves, grads, strict=True):
                     current[n].grad = None if gr is None else gr.detach()
+        if max_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(list(current.values()), max_grad_norm)
         for opt in self.optimizers:
             opt.step()
-        for stage, buf in zip(self.stage_names, self._buffers, strict=True):
+        for s, buf in enumerate(self._buffers):
             if buf.maxlen and buf.maxlen > 1:
-                buf.append(self._snapshot(stage))
+                buf.append(self._snapshot(s))
         self.steps += 1
         return float(loss.detach())
+
+
+# ---- staleness baselines ----------------------------------------------------------------------------------
+#: Names accepted by :func:`staleness_factory` (GPipe: no staleness; the rest: asynchronous, stale weights).
+STALENESS_BASELINES: tuple[str, ...] = (
+    "gpipe",
+    "pipedream",
+    "pipedream_lr",
+    "nesterov",
+    "pipemare",
+    "rotated",
+)
+PIPEDREAM_LR_RULES: tuple[str, ...] = ("sqrt", "linear")
+
+
+def pipedream_lr_scale(delay: int, rule: str = "sqrt") -> float:
+    r"""PipeDream-LR's stage-wise learning-rate factor for a stage of delay ``tau``.
+
+    ``rule="sqrt"``: :math:`1/\sqrt{1+\tau}` (the spec's choice: the basis-rotation paper's rule was not
+    read); ``"linear"``: :math:`1/(1+\tau)`. Delay 0 gives exactly 1.
+    """
+    delay = check_int("delay", delay, minimum=0)
+    rule = check_choice("rule", rule, PIPEDREAM_LR_RULES)
+    if delay == 0:
+        return 1.0
+    return 1.0 / math.sqrt(1.0 + delay) if rule == "sqrt" else 1.0 / (1.0 + delay)
+
+
+def pipemare_lr_scale(step: int, delay: int, warmup_steps: int) -> float:
+    r"""PipeMare's learning-rate rescheduling factor :math:`\tau^{-p_k}`, :math:`p_k = \max(0, 1 - k/K)`.
+
+    At step ``k`` (0-based) a stage of delay ``tau`` starts at ``lr / tau`` and warms up geometrically to
+    ``lr`` over ``K = warmup_steps`` steps (Yang et al. 2021, "T1"; the exponent schedule is our reading of
+    it). Delays 0 and 1 and ``K = 0`` give exactly 1.
+    """
+    step = check_int("step", step, minimum=0)
+    delay = check_int("delay", delay, minimum=0)
+    warmup_steps = check_int("warmup_steps", warmup_steps, minimum=0)
+    if delay <= 1 or warmup_steps == 0 or step >= warmup_steps:
+        return 1.0
+    return float(delay) ** -(1.0 - step / warmup_steps)
+
+
+class PipeMareStage:
+    r"""PipeMare for one pipeline stage: weight prediction and learning-rate warm-up around a base optimizer.
+
+    Reference: Bowen Yang, Jian Zhang, Jonathan Li, Christopher Ré, Christopher Aberger, Christopher De Sa,
+    "PipeMare: Asynchronous Pipeline Parallel DNN Training", MLSys 2021 (arXiv:1910.05124). The paper's two
+    techniques, as this class implements them (our reading of them; the paper text was not available here):
+
+    - learning-rate rescheduling: step ``k`` runs the base optimizer with every group's ``lr`` multiplied by
+      :func:`pipemare_lr_scale` ``(k, delay, warmup_steps)`` (restored after the step, so schedulers that
+      set ``group["lr"]`` act as usual);
+    - weight prediction: a bias-corrected EMA of the per-step weight change,
+      :math:`\delta \leftarrow \gamma\delta + (1-\gamma)(w_{k+1} - w_k)`, :math:`\hat\delta =
+      \delta/(1-\gamma^k)`, and :meth:`forward_weights` returns :math:`w + \tau\hat\delta`, the weights
+      extrapolated to the step at which the stage's gradient will be applied. :class:`AsyncPipelineSimulator`
+      stores these predicted weights in its snapshots (so the stale forward/backward runs at them). The
+      bias correction is ours: with it the prediction is exact on a linear trajectory from the first step.
+      In the paper the correction targets the forward/backward weight discrepancy of a pipeline without
+      weight stashing; with weight stashing (the simulator's model) the same extrapolation compensates the
+      whole delay, which is how the basis-rotation paper uses PipeMare as a baseline.
+
+    At delay 0 both are the identity: the stage is its base optimizer exactly.
+
+    Args:
+        optimizer: the stage's base optimizer (e.g. ``torch.optim.AdamW`` over the stage's parameters).
+        delay: the stage's delay ``tau >= 0``.
+        warmup_steps: ``K >= 0`` of the learning-rate rescheduling (0: off).
+        gamma: EMA coefficient of the weight change in [0, 1) (default 0.9).
+
+    Example:
+        >>> import torch
+        >>> w = torch.nn.Parameter(torch.zeros(3))
+        >>> stage = PipeMareStage(torch.optim.SGD([w], lr=0.1), delay=2, warmup_steps=0)
+        >>> w.grad = -torch.ones(3)
+        >>> stage.step()
+        >>> stage.forward_weights(w)
+        tensor([0.3000, 0.3000, 0.3000])
+    """
+
+    def __init__(
+        self, optimizer: torch.optim.Optimizer, delay: int, *, warmup_steps: int = 0, gamma: float = 0.9
+    ) -> None:
+        check_type("optimizer", optimizer, torch.optim.Optimizer)
+        self.optimizer = optimizer
+        self.delay = check_int("delay", delay, minimum=0)
+        self.warmup_steps = check_int("warmup_steps", warmup_steps, minimum=0)
+        self.gamma = check_in_range("gamma", gamma, 0.0, 1.0, high_inclusive=False)
+        self.steps = 0
+        self.velocity: dict[int, torch.Tensor] = {}
+
+    @property
+    def param_groups(self) -> list[dict[str, Any]]:
+        """The base optimizer's param groups (shared, not copied)."""
+        return self.optimizer.param_groups
+
+    def _params(self) -> list[torch.Tensor]:
+        return [p for g in self.optimizer.param_groups for p in g["params"]]
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """The base optimizer's ``zero_grad``."""
+        self.optimizer.zero_grad(set_to_none=set_to_none)
+
+    @torch.no_grad()
+    def step(self) -> None:
+        """One base step at the rescheduled learning rate; then the weight-change EMA (delay > 0 only)."""
+        scale = pipemare_lr_scale(self.steps, self.delay, self.warmup_steps)
+        before = [p.detach().clone() for p in self._params()] if self.delay > 0 else []
+        saved = [g["lr"] for g in self.optimizer.param_groups]
+        if scale != 1.0:
+            for g in self.optimizer.param_groups:
+                g["lr"] = g["lr"] * scale
+        try:
+            self.optimizer.step()
+        finally:
+            for g, lr in zip(self.optimizer.param_groups, saved, strict=True):
+                g["lr"] = lr
+        self.steps += 1
+        if self.delay == 0:
+            return
+        for p, old in zip(self._params(), before, strict=True):
+            vel = self.velocity.get(id(p))
+            change = p.detach() - old
+            if vel is None:
+                self.velocity[id(p)] = (1.0 - self.gamma) * change
+            else:
+                vel.mul_(self.gamma).add_(change, alpha=1.0 - self.gamma)
+
+    def forward_weights(self, p: torch.Tensor) -> torch.Tensor:
+        r"""The predicted weights :math:`w + \tau\hat\delta` of ``p`` (a fresh tensor; ``p`` at delay 0)."""
+        vel = self.velocity.get(id(p))
+        if self.delay == 0 or vel is None:
+            return p.detach().clone()
+        return p.detach() + (self.delay / (1.0 - self.gamma**self.steps)) * vel
+
+    def state_dict(self) -> dict[str, Any]:
+        """The base optimizer's state dict plus the step count and the velocities (in parameter order)."""
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "steps": self.steps,
+            "velocity": [self.velocity.get(id(p)) for p in self._params()],
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Inverse of :meth:`state_dict`."""
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.steps = int(state["steps"])
+        self.velocity = {
+            id(p): v.clone() for p, v in zip(self._params(), state["velocity"], strict=True) if v is not None
+        }
+
+
+def staleness_factory(
+    name: str,
+    lr: float,
+    *,
+    betas: tuple[float, float] = (0.9, 0.95),
+    eps: float = 1e-8,
+    weight_decay: float = 0.0,
+    lr_rule: str = "sqrt",
+    nesterov_beta1: float = 0.99,
+    momentum_decay: float = 0.004,
+    warmup_steps: int = 0,
+    pipemare_gamma: float = 0.9,
+    rotated_kwargs: Mapping[str, Any] | None = None,
+) -> Callable[..., Any]:
+    r"""An ``optimizer_factory(params, stage=s, delay=tau)`` for :class:`AsyncPipelineSimulator`.
+
+    The staleness baselines of the basis-rotation paper (arXiv:2602.03515), each AdamW-based:
+
+    - ``"gpipe"``: ``torch.optim.AdamW`` (run it with all delays 0: the synchronous reference);
+    - ``"pipedream"``: ``torch.optim.AdamW`` on stale (weight-stashed) weights (Narayanan et al. 2019);
+    - ``"pipedream_lr"``: AdamW with the stage's ``lr`` times :func:`pipedream_lr_scale` ``(tau, lr_rule)``;
+    - ``"nesterov"``: Nesterov delay correction (Ajanthan et al. 2025, "Nesterov Method for Asynchronous
+      Pipeline Parallel Optimization", ICML 2025, arXiv:2505.01099): ``torch.optim.NAdam`` with decoupled
+      weight decay and :math:`\beta_1` = ``nesterov_beta1`` (0.99), which is how the authors' public run
+      script trains their method (read in a public copy of their repository; the paper's derivation of the
+      modified look-ahead was not read, so this is the practical form, not a re-derivation);
+    - ``"pipemare"``: :class:`PipeMareStage` around AdamW (weight prediction + learning-rate warm-up of
+      ``warmup_steps``; Yang et al. 2021);
+    - ``"rotated"``: :class:`RotatedAdamW` (``rotated_kwargs`` passed on).
+
+    At delay 0 every baseline except ``"nesterov"`` is ``torch.optim.AdamW`` with these settings exactly (the
+    Nesterov baseline is ``torch.optim.NAdam``, and ``"rotated"`` is RotatedAdamW).
+    """
+    name = check_choice("name", name, STALENESS_BASELINES)
+    check_lr(lr)
+    check_betas("betas", betas)
+    check_nonnegative("eps", eps)
+    check_nonnegative("weight_decay", weight_decay)
+    check_choice("lr_rule", lr_rule, PIPEDREAM_LR_RULES)
+    check_in_range("nesterov_beta1", nesterov_beta1, 0.0, 1.0, high_inclusive=False)
+    check_nonnegative("momentum_decay", momentum_decay)
+    check_int("warmup_steps", warmup_steps, minimum=0)
+    check_in_range("pipemare_gamma", pipemare_gamma, 0.0, 1.0, high_inclusive=False)
+    extra = dict(rotated_kwargs or {})
+    betas = (float(betas[0]), float(betas[1]))
+
+    def factory(params: Iterable[torch.Tensor], stage: int = 1, delay: int = 0) -> Any:
+        delay = check_int("delay", delay, minimum=0)
+        ps = list(params)
+        if name == "rotated":
+            return RotatedAdamW(ps, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, **extra)
+        if name == "nesterov":
+            return torch.optim.NAdam(
+                ps,
+                lr=lr,
+                betas=(nesterov_beta1, betas[1]),
+                eps=eps,
+                weight_decay=weight_decay,
+                momentum_decay=momentum_decay,
+                decoupled_weight_decay=True,
+            )
+        stage_lr = lr * pipedream_lr_scale(delay, lr_rule) if name == "pipedream_lr" else lr
+        adamw = torch.optim.AdamW(ps, lr=stage_lr, betas=betas, eps=eps, weight_decay=weight_decay)
+        if name == "pipemare":
+            return PipeMareStage(adamw, delay, warmup_steps=warmup_steps, gamma=pipemare_gamma)
+        return adamw
+
+    return factory

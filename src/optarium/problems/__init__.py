@@ -4,7 +4,10 @@
   :mod:`~optarium.problems.nonconvex_logistic`,
   :mod:`~optarium.problems.weakly_convex` (with :class:`~optarium.problems.weakly_convex.WeaklyConvexOracle`):
   synthetic objectives with known constants or optima;
-- :mod:`~optarium.problems.distribution_shift`: spurious-correlation, long-tail and covariate-shift splits;
+- :mod:`~optarium.problems.contaminated`: contaminated linear regression with clean high-leverage points and a
+  shifted test split (nested DRO);
+- :mod:`~optarium.problems.distribution_shift`: spurious-correlation, long-tail (synthetic, digits) and
+  covariate-shift splits;
 - :mod:`~optarium.problems.drifting`: drifting quadratics with four drift generators (moving optima);
 - :mod:`~optarium.problems.heavy_tail`: heavy-tailed gradient noise; :mod:`~optarium.problems.sgd_simulation`:
   batched (clipped, projected) SGD runs on such oracles and the quantiles of their final metric;
@@ -17,7 +20,14 @@ Black-box test functions live with the ``bo`` family (:mod:`optarium.bo.problems
 :mod:`optarium.bo.mo_problems`).
 """
 
-from optarium.problems.distribution_shift import ShiftSplit, covariate_shift, long_tail, spurious_correlation
+from optarium.problems.contaminated import ContaminatedRegression, contaminated_regression
+from optarium.problems.distribution_shift import (
+    ShiftSplit,
+    covariate_shift,
+    long_tail,
+    long_tail_digits,
+    spurious_correlation,
+)
 from optarium.problems.drifting import DRIFTS, DriftingQuadratic, drift_path, drift_statistics
 from optarium.problems.lora import LoRALinear, TinyLMClassifier, add_lora
 from optarium.problems.portfolio import NOISE_SCALE, sp500_returns, synthetic_universe
@@ -45,6 +55,7 @@ __all__ = [
     "FULL_MOE",
     "NOISE_SCALE",
     "QUICK",
+    "ContaminatedRegression",
     "DriftingQuadratic",
     "LoRALinear",
     "ShiftSplit",
@@ -53,12 +64,14 @@ __all__ = [
     "TinyLMConfig",
     "add_lora",
     "build_tiny_lm",
+    "contaminated_regression",
     "count_parameters",
     "covariate_shift",
     "drift_path",
     "drift_statistics",
     "fixed_batches",
     "long_tail",
+    "long_tail_digits",
     "quantile",
     "sample_batch",
     "simulate",

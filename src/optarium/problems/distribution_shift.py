@@ -8,6 +8,10 @@ Spec ``../shared/papers/robust-satisficing.md`` (Quick and Full). Each generator
   ``p_major`` (groups g = 2y + a); validation and test are group-balanced. ``p_major = 0.5`` is "no shift".
 - :func:`long_tail`: a ``n_classes``-class Gaussian mixture whose training class sizes fall geometrically by
   the imbalance ratio; validation and test are class-balanced (g = class).
+- :func:`long_tail_digits`: a long-tailed subsample of scikit-learn's bundled 8x8 digits (spec Full (a)):
+  per class, disjoint class-balanced validation and test draws, then a training subsample whose class sizes
+  fall geometrically by the imbalance ratio; the order of the classes (which digit is rare) is drawn from
+  the seed (g = class).
 - :func:`covariate_shift`: regression y = sin(2 x_1) + 0.5 x_2 + 0.3 x_1^2 + noise; training x_1 mostly < 0,
   test x_1 mostly > 0 (g = 1 where x_1 > 0).
 """
@@ -21,7 +25,7 @@ from torch import Tensor
 
 from optarium._core.validation import check_int, check_positive, check_probability
 
-__all__ = ["ShiftSplit", "covariate_shift", "long_tail", "spurious_correlation"]
+__all__ = ["ShiftSplit", "covariate_shift", "long_tail", "long_tail_digits", "spurious_correlation"]
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,55 @@ def long_tail(
         return ShiftSplit(x, y, y.clone())
 
     return {"train": draw(sizes), "val": draw([nv] * n_classes), "test": draw([nt] * n_classes)}
+
+
+def long_tail_digits(
+    seed: int,
+    *,
+    n_head: int = 90,
+    imbalance: float = 100.0,
+    n_val_per_class: int = 20,
+    n_test_per_class: int = 60,
+) -> dict[str, ShiftSplit]:
+    """Long-tailed digits: the c-th class of a seeded class order keeps ``n_head * imbalance**(-c/9)`` (>= 1).
+
+    Uses :func:`optarium.problems.datasets.load_digits` (1797 images, 174-183 per class). For every class a
+    seeded permutation gives ``n_test_per_class`` test, then ``n_val_per_class`` validation images, then the
+    training images from the rest; ``n_head + n_val_per_class + n_test_per_class`` must fit the smallest
+    class (174). Features are the 64 pixel intensities in [0, 1], labels the digits (g = label).
+    """
+    from optarium.problems.datasets import load_digits
+
+    seed = check_int("seed", seed, minimum=0)
+    n_head = check_int("n_head", n_head, minimum=1)
+    imbalance = check_positive("imbalance", imbalance)
+    if imbalance < 1.0:
+        raise ValueError(f"imbalance: must be >= 1, got {imbalance}")
+    nv = check_int("n_val_per_class", n_val_per_class, minimum=1)
+    nt = check_int("n_test_per_class", n_test_per_class, minimum=1)
+    x, y = load_digits()
+    smallest = int(torch.bincount(y).min())
+    if n_head + nv + nt > smallest:
+        raise ValueError(
+            f"n_head: n_head + n_val_per_class + n_test_per_class must be <= {smallest}, "
+            f"got {n_head + nv + nt}"
+        )
+    gen = torch.Generator().manual_seed(seed)
+    order = torch.randperm(10, generator=gen)  # order[c] is the digit of rank c (rank 9 = rarest)
+    parts: dict[str, list[Tensor]] = {"train": [], "val": [], "test": []}
+    for rank in range(10):
+        digit = int(order[rank])
+        idx = torch.nonzero(y == digit).squeeze(1)
+        idx = idx[torch.randperm(idx.numel(), generator=gen)]
+        m = max(1, round(n_head * imbalance ** (-rank / 9)))
+        parts["test"].append(idx[:nt])
+        parts["val"].append(idx[nt : nt + nv])
+        parts["train"].append(idx[nt + nv : nt + nv + m])
+    out = {}
+    for name, chunks in parts.items():
+        sel = torch.cat(chunks)
+        out[name] = ShiftSplit(x[sel], y[sel].long(), y[sel].long())
+    return out
 
 
 def covariate_shift(
