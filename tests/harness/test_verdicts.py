@@ -117,3 +117,14 @@ def test_band_stats_and_figures() -> None:
     assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b"]
     with pytest.raises(ValueError, match=r"^colors"):
         vf.draw_paired_gaps(ax, [("a", eff)], colors=["r", "g"])
+
+
+def test_finite_mean_se_leaves_out_and_counts_non_finite_finals() -> None:
+    recs = [
+        {"method": "m", "seed": s, "step": 1, "x": x}
+        for s, x in enumerate([1.0, 3.0, math.inf, math.nan, 2.0])
+    ] + [{"method": "m", "seed": 0, "step": 0, "x": 100.0}]  # an earlier step: not a final
+    m, se, n, dropped = v.finite_mean_se(recs, "x", "m")
+    assert (m, n, dropped) == (2.0, 3, 2)
+    assert se == pytest.approx(1.0 / math.sqrt(3))
+    assert v.finite_mean_se(recs, "x", "other")[2:] == (0, 0)

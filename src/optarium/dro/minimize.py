@@ -24,7 +24,7 @@ from optarium._core.result import Result
 from optarium._core.solver import SolverCase, SolverLoop
 from optarium._core.validation import check_int, check_positive
 from optarium.dro.ambiguity import KL, AmbiguitySet, Wasserstein
-from optarium.dro.worst_case import worst_case
+from optarium.dro.worst_case import check_weights, worst_case
 
 __all__ = ["minimize_worst_case", "solver_cases"]
 
@@ -129,18 +129,15 @@ def minimize_worst_case(
             state["failures"] = state.get("failures", 0) + 1
             state["t"] = lr
 
-    def value() -> float:
-        return state["f"]
-
     wc = state["wc"]
     extras: dict[str, Any] = {}
     if wc is not None:
         with torch.no_grad():
             per = loss(x)
-            p = torch.full_like(per, 1.0 / per.numel()) if weights is None else weights.to(per)
+            p = check_weights(weights, per).to(per.dtype)
             extras = {"q": wc.q.detach(), "nominal_value": float((p * per).sum())}
     extras["line_search_failures"] = int(state.get("failures", 0))
-    return loop.result(x, value=value, extras=extras)
+    return loop.result(x, value=state["f"], extras=extras)
 
 
 # ------------------------------------------------------------------------------ conformance cases

@@ -259,7 +259,7 @@ def _case_solve(*, dtype: torch.dtype, device: Any, seed: int, poison: bool = Fa
     return wasserstein_worst_case(loss, xi, **args)
 
 
-def _case_exact(dtype: torch.dtype = torch.float64) -> float:
+def _case_exact() -> float:
     g = torch.Generator().manual_seed(1234)
     xi = torch.randn(20, 3, generator=g, dtype=torch.float64)
     m2 = float((xi * xi).sum(1).mean())

@@ -55,8 +55,8 @@ from typing import Any
 import torch
 
 from optarium.harness.experiment import Experiment, Verdict, register
-from optarium.harness.stats import mean_se, paired_effect
-from optarium.harness.verdicts import combine_outcomes, finals, paired_verdict
+from optarium.harness.stats import paired_effect
+from optarium.harness.verdicts import combine_outcomes, finals, finite_mean_se, paired_verdict
 
 __all__ = ["EXPERIMENT", "decide", "plot", "run"]
 
@@ -319,9 +319,8 @@ def run(ctx: Any, method: str, seed: int, config: Mapping[str, Any]) -> None:
 
 
 def _seed_mean(records: Sequence[Mapping[str, Any]], metric: str, method: str) -> tuple[float, float, int]:
-    vals = [v for v in finals(records, metric, method).values() if math.isfinite(v)]
-    m, se = mean_se(vals)
-    return m, se, len(vals)
+    """Mean, SE and count over seeds of the finite finals (:func:`finite_mean_se`)."""
+    return finite_mean_se(records, metric, method)[:3]
 
 
 def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> Verdict:

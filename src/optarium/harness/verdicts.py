@@ -41,6 +41,7 @@ __all__ = [
     "combine_outcomes",
     "curves",
     "finals",
+    "finite_mean_se",
     "is_done",
     "last_values",
     "mean_ci",
@@ -104,6 +105,20 @@ def finals(records: Iterable[Record], metric: str, method: str, **tags: Any) -> 
     step the later one wins.
     """
     return records_final(select(records, method, has=metric, **tags), metric, method)
+
+
+def finite_mean_se(
+    records: Iterable[Record], metric: str, method: str, **tags: Any
+) -> tuple[float, float, int, int]:
+    """Mean and standard error over seeds of the finite :func:`finals` of ``metric``.
+
+    Returns ``(mean, se, n_finite, n_nonfinite)``: a seed whose final value is NaN or infinite is left out of
+    the mean and counted in ``n_nonfinite``, so an experiment can show how many it dropped.
+    """
+    vals = list(finals(records, metric, method, **tags).values())
+    kept = [v for v in vals if math.isfinite(v)]
+    m, se = mean_se(kept)
+    return m, se, len(kept), len(vals) - len(kept)
 
 
 def last_values(records: Iterable[Record], metric: str, method: str, **tags: Any) -> dict[int, float]:
