@@ -38,7 +38,7 @@ def test_list_filters_by_family_and_status() -> None:
     res = optarium("list", "--family", "bo")
     assert "turbo-enn" in res.stdout and "gradpower" not in res.stdout
     res = optarium("list", "--status", "implemented")
-    assert "gradpower" in res.stdout and "decentralized-affine" not in res.stdout
+    assert "gradpower" in res.stdout and "gcon-neural-co" not in res.stdout
 
 
 @pytest.mark.parametrize(
@@ -49,9 +49,12 @@ def test_list_filters_by_family_and_status() -> None:
         (("run", "gradpower", "--seeds", "0"), "--seeds"),
         (("suite", "--jobs", "0"), "--jobs"),
         (("list", "--family", "nope"), "--family"),
-        (("run", "decentralized-affine"), "no experiment yet"),
+        (("run", "gcon-neural-co"), "no experiment yet"),
         (("run", "gradpower", "--world-size", "0"), "--world-size"),
         (("run", "gradpower", "--world-size", "2"), "no distributed methods"),
+        (("run", "gradpower", "--address", "ray://head:10001"), "--executor local: address"),
+        (("suite", "--executor", "slurm", "--slurm", "partition"), "--slurm: expected KEY=VALUE"),
+        (("run", "gradpower", "--executor", "dask"), "--executor"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], needle: str) -> None:

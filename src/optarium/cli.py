@@ -68,6 +68,74 @@ def _verdicts_option(func: Any) -> Any:
     )
 
 
+def _executor_options(func: Any) -> Any:
+    """The executor options: ``--executor``, Ray's ``--address``, submitit's folder/cluster/parameters."""
+    options = [
+        click.option(
+            "--executor",
+            type=click.Choice(["local", "ray", "slurm"]),
+            default="local",
+            show_default=True,
+            help="Where units run: local processes, Ray tasks, or a Slurm job array (cluster extra).",
+        ),
+        click.option(
+            "--address", default=None, help="Ray: an existing cluster's address (default: a local one)."
+        ),
+        click.option(
+            "--submitit-folder",
+            type=click.Path(path_type=Path),
+            default=None,
+            help="Slurm: submitit's folder for logs and pickles [default: OUT/.submitit].",
+        ),
+        click.option(
+            "--cluster",
+            type=click.Choice(["slurm", "local", "debug"]),
+            default=None,
+            help="Slurm: submitit's cluster (default: Slurm if available; local runs the array here).",
+        ),
+        click.option(
+            "--slurm",
+            "slurm_options",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Slurm: a submitit parameter, e.g. --slurm slurm_partition=cpu --slurm timeout_min=60.",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _parse_slurm(pairs: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.UsageError(f"--slurm: expected KEY=VALUE, got {pair!r}")
+        try:
+            out[key] = int(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
+def _make_executor(
+    name: str, jobs: int, out: Path, address: str | None, folder: Path | None, cluster: str | None, slurm: Any
+) -> Any:
+    """The executor of the command line's options; a misplaced option is a one-line usage error."""
+    from optarium.harness.executors import make_executor
+
+    params = _parse_slurm(slurm)
+    if name == "slurm" and folder is None:
+        folder = out / ".submitit"
+    try:
+        return make_executor(
+            name, jobs=jobs, address=address, folder=folder, cluster=cluster, parameters=params or None
+        )
+    except ValueError as exc:
+        raise click.UsageError(f"--executor {name}: {exc}") from None
+
+
 def _recorded(verdicts: Path | None) -> dict[tuple[str, str], Any]:
     """The recorded verdicts, a bad file turned into a one-line usage error."""
     from optarium.harness.recorded import load_recorded
@@ -209,6 +277,7 @@ def list_cmd(family: str | None, status: str | None, contract: str | None, verdi
     help="Write the verdict to VERDICTS/<slug>/<scale>.json (quick or full; every unit must finish).",
 )
 @_verdicts_option
+@_executor_options
 def run_cmd(
     slug: str,
     scale: str,
@@ -219,6 +288,11 @@ def run_cmd(
     world_size: int | None,
     record: bool,
     verdicts: Path | None,
+    executor: str,
+    address: str | None,
+    submitit_folder: Path | None,
+    cluster: str | None,
+    slurm_options: tuple[str, ...],
 ) -> None:
     """Run one experiment: its method and baselines over seeds, then the verdict (recorded with --record)."""
     _check_slug(slug)
@@ -230,6 +304,7 @@ def run_cmd(
 
     if world_size is not None and not get_experiment(slug).distributed_methods:
         raise click.UsageError(f"--world-size: {slug!r} has no distributed methods")
+    runner = _make_executor(executor, jobs, out, address, submitit_folder, cluster, slurm_options)
     outcomes = _execute(
         run_experiment,
         slug=slug,
@@ -239,6 +314,7 @@ def run_cmd(
         jobs=jobs,
         force=force,
         world_size=world_size,
+        executor=runner,
     )
     _print_outcomes(outcomes)
     if record:
@@ -297,6 +373,7 @@ def _record(outcomes: Sequence[Any], verdicts: Path) -> None:
     help="Write each verdict to VERDICTS/<slug>/<scale>.json (quick or full; every unit must finish).",
 )
 @_verdicts_option
+@_executor_options
 def suite_cmd(
     scale: str,
     family: str | None,
@@ -306,6 +383,11 @@ def suite_cmd(
     force: bool,
     record: bool,
     verdicts: Path | None,
+    executor: str,
+    address: str | None,
+    submitit_folder: Path | None,
+    cluster: str | None,
+    slurm_options: tuple[str, ...],
 ) -> None:
     """Run every registered experiment (of a family) at one scale, units in parallel over the cores."""
     _writable_dir(out, "--out")
@@ -316,14 +398,17 @@ def suite_cmd(
 
     if not registered_experiments(family):
         raise click.UsageError(f"--family: no experiments registered for family {family!r} yet")
+    n_jobs = jobs or os.cpu_count() or 1
+    runner = _make_executor(executor, n_jobs, out, address, submitit_folder, cluster, slurm_options)
     outcomes = _execute(
         run_suite,
         scale=scale,
         family=family,
         seeds=seeds,
         out=out,
-        jobs=jobs or os.cpu_count() or 1,
+        jobs=n_jobs,
         force=force,
+        executor=runner,
     )
     _print_outcomes(outcomes)
     if record:

@@ -45,16 +45,70 @@ def test_study_uses_the_strategy_and_is_deterministic() -> None:
     assert not up.sampler.strategy.minimize
 
 
-def test_unsupported_parameters_and_studies_raise() -> None:
-    study = optuna.create_study(sampler=turbo_enn_sampler())
-    with pytest.raises(ValueError, match=r"^search_space: parameter 'n'"):
-        study.optimize(lambda t: t.suggest_int("n", 0, 3), n_trials=1, catch=())
-    study = optuna.create_study(sampler=turbo_enn_sampler())
-    with pytest.raises(ValueError, match=r"^search_space: parameter 'c'"):
-        study.optimize(lambda t: float(len(t.suggest_categorical("c", ["a", "bb"]))), n_trials=1)
+def mixed(trial) -> float:
+    """Every kind of Optuna parameter: linear, log and stepped floats, linear and log ints, a categorical."""
+    x = trial.suggest_float("x", -2.0, 2.0)
+    lr = trial.suggest_float("lr", 1e-4, 1.0, log=True)
+    frac = trial.suggest_float("frac", 0.0, 1.0, step=0.25)
+    n = trial.suggest_int("n", 1, 10)
+    width = trial.suggest_int("width", 1, 64, log=True)
+    act = trial.suggest_categorical("act", ["relu", "tanh", None])
+    penalty = {"relu": 0.0, "tanh": 1.0, None: 2.0}[act]
+    return (
+        (x - 0.3) ** 2
+        + (torch.tensor(lr).log10().item() + 2) ** 2
+        + (frac - 0.5) ** 2
+        + 0.1 * (n - 7) ** 2
+        + (0.01 * abs(width - 8) + penalty)
+    )
+
+
+def test_every_optuna_distribution_is_searched_and_decodes_to_valid_values() -> None:
+    runs = []
+    for _ in range(2):
+        study = optuna.create_study(sampler=turbo_enn_sampler(**SETTINGS))
+        study.optimize(mixed, n_trials=36)
+        runs.append([t.params for t in study.trials])
+    assert runs[0] == runs[1]  # deterministic under the seed, categoricals included
+    proposed = [t for t in study.trials if "optarium" in t.user_attrs]
+    assert len(proposed) >= 30  # all but the first trial came from the strategy
+    for t in study.trials:
+        p = t.params
+        assert -2 <= p["x"] <= 2 and 1e-4 <= p["lr"] <= 1 and p["frac"] in (0.0, 0.25, 0.5, 0.75, 1.0)
+        assert isinstance(p["n"], int) and 1 <= p["n"] <= 10 and isinstance(p["width"], int)
+        assert 1 <= p["width"] <= 64 and p["act"] in ("relu", "tanh", None)
+    assert len({p["act"] for p in runs[0]}) == 3 and len({p["n"] for p in runs[0]}) > 3
+    strat = study.sampler.strategy
+    assert strat.dim == 3 + 2 + 3  # x, lr, frac, n, width as one coordinate each; act one-hot in three
+    assert study.best_trials[0].params["act"] == "relu" and study.best_value < 1.0
+    info = proposed[-1].user_attrs["optarium"]
+    assert info["strategy"] == "TurboENN" and info["told"] == 35 and info["state_bytes"] > 1000
+    assert info["ask_seconds"] >= 0 and "last_fit_seconds" in info
+    frame = study.trials_dataframe()
+    assert "user_attrs_optarium" in frame.columns
+
+
+def test_multi_objective_studies_run_through_pom_and_single_objective_strategies_refuse() -> None:
+    from optarium.bo.optuna_sampler import pom_sampler
+
+    def two(trial) -> tuple[float, float]:
+        x = trial.suggest_float("x", 0.0, 1.0)
+        k = trial.suggest_int("k", 1, 3)
+        return x**2 + 0.1 * k, (1 - x) ** 2 - 0.1 * k  # the second is maximised below
+
+    study = optuna.create_study(
+        directions=["minimize", "maximize"], sampler=pom_sampler(seed=0, batch_size=4)
+    )
+    study.optimize(two, n_trials=12)
+    strat = study.sampler.strategy
+    assert strat.n_objectives == 2 and strat.minimize and strat.Y.shape == (12, 2)
+    told = {t.number: t.values for t in study.trials if t.number in study.sampler._told_set}
+    first = min(told)
+    assert strat.Y[0].tolist() == pytest.approx([told[first][0], -told[first][1]])  # maximised: negated
+    assert study.best_trials and study.trials[-1].user_attrs["optarium"]["strategy"] == "POM"
     mo = optuna.create_study(sampler=turbo_enn_sampler(), directions=["minimize", "minimize"])
-    with pytest.raises(ValueError, match=r"^study: multi-objective"):
-        mo.optimize(lambda t: (t.suggest_float("x", 0, 1), 1.0), n_trials=1)
+    with pytest.raises(ValueError, match=r"^study: a multi-objective study needs"):
+        mo.optimize(lambda t: (t.suggest_float("x", 0, 1), 1.0), n_trials=1, catch=())
 
 
 def _child(db: str, marker: str, kill_at: int, total: int) -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import html
 import io
+import json
 import os
 import re
 import shutil
@@ -13,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from optarium._core.registry import all_methods
-from optarium.harness.report import render_report, write_report
+from optarium.harness.report import METRICS_PER_TABLE, render_report, write_report
 from optarium.harness.runner import run_experiment
 
 
@@ -27,20 +29,52 @@ def runs_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_report_is_self_contained_and_complete(runs_root: Path) -> None:
     text = render_report(runs_root)
     for m in all_methods():
-        assert f"<td>{m.slug}</td>" in text or f'href="#{m.slug}"' in text, m.slug
-    assert 'id="gradpower"' in text
+        if m.status == "implemented":
+            assert f'<a href="#{m.slug}">{m.slug}</a>' in text and f'id="{m.slug}"' in text, m.slug
+        else:
+            assert f"<li><code>{m.slug}</code>" in text, m.slug
+    assert text.index("id='scoreboard'") < text.index("id='contents'") < text.index("id='overview'")
+    assert text.index("id='overview'") < text.index("id='planned'") < text.index('id="gradpower"')
     assert "no verdict" in text
     assert "Verdict rule" in text and "Deciding figures" in text
     assert text.count("data:image/png;base64,") == 2
+    assert "None" not in re.sub(r"<pre>.*?</pre>", "", text, flags=re.S)  # no "x ± None (1)" cells
     # nothing fetched from the network: no external scripts, styles or images
     assert not re.search(r"<script", text)
     assert not re.search(r"(src|href)=\"https?://", text)
 
 
+def test_final_values_tables_show_single_seeds_and_never_average_identifiers(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    run_experiment("gradpower", "smoke", seeds=1, out=root)
+    section = render_report(root).split('id="gradpower"')[1].split("<h2")[0]
+    cells = re.findall(r"<td class='num'>(.*?)</td>", section.split("Final values")[1])
+    assert cells and all("(1 seed)" in c and "&plusmn;" not in c for c in cells), cells[:3]
+    heads = re.findall(r"<tr><th>method</th>(.*?)</tr>", section)
+    assert heads and all(h.count("<th>") <= METRICS_PER_TABLE for h in heads)
+
+
+def test_scoreboard_counts_the_recorded_verdicts_per_family(tmp_path: Path) -> None:
+    from optarium.harness.recorded import RecordedVerdict, write_recorded
+
+    outcomes = {"tcgp": "not reproduced", "turbo-enn": "reproduced", "pom-mobo": "reproduced"}
+    for slug, outcome in outcomes.items():
+        write_recorded(RecordedVerdict(slug=slug, scale="full", outcome=outcome, summary="s"), tmp_path / "v")
+    text = render_report(tmp_path / "none", tmp_path / "v")
+    board = text.split("id='scoreboard'")[1].split("id='contents'")[0]
+    bo = next(r for r in board.split("<tr>") if r.startswith("<td class='slug'>bo<"))
+    nums = [int(x) for x in re.findall(r">(\d+)</td>", bo)]
+    n_impl = sum(m.family == "bo" and m.status == "implemented" for m in all_methods())
+    # methods, implemented, quick: R NR I none, full: R NR I none
+    assert nums[1] == n_impl and nums[2:6] == [0, 0, 0, n_impl] and nums[6:10] == [2, 1, 0, n_impl - 3]
+
+
 def test_empty_runs_root_still_lists_methods(tmp_path: Path) -> None:
     text = render_report(tmp_path / "none")
     assert "No runs stored yet" in text
-    assert text.count("<tr>") == len(all_methods()) + 1
+    overview = text.split("id='overview'")[1].split("id='planned'")[0]
+    n_impl = sum(m.status == "implemented" for m in all_methods())
+    assert overview.count("<tr>") == n_impl + 1
 
 
 def _chromium() -> str | None:
@@ -94,3 +128,33 @@ def test_report_renders_in_headless_chromium(runs_root: Path, tmp_path: Path) ->
     ).stdout
     assert "optarium report" in dom and "gradpower" in dom
     assert dom.count("<img") == 2
+    # laid out at 1280 px, no table is wider than the page and the page needs no horizontal scrolling
+    probe = tmp_path / "probe.html"
+    probe.write_text(
+        report.read_text(encoding="utf-8").replace("</body>", _OVERFLOW_PROBE + "</body>"), encoding="utf-8"
+    )
+    dom = subprocess.run(
+        [_chromium(), *flags, "--window-size=1280,2000", "--dump-dom", probe.as_uri()],
+        check=True,
+        capture_output=True,
+        timeout=120,
+        text=True,
+    ).stdout
+    found = re.search(r'<pre id="overflow">(.*?)</pre>', dom, flags=re.S)
+    assert found, "the overflow probe did not run"
+    result = json.loads(html.unescape(found.group(1)))
+    assert result["tables"] >= 4 and result["page"] <= result["viewport"], result
+    assert not result["overflowing"], result
+
+
+# Run only in the test's copy of the report (the report itself has no scripts): measures every table's right
+# edge against the viewport and writes the result into the DOM that --dump-dom prints.
+_OVERFLOW_PROBE = """<script>
+const vw = document.documentElement.clientWidth;
+const bad = [...document.querySelectorAll('table')].map((t, i) => [i, t.getBoundingClientRect().right])
+  .filter(([i, r]) => r > vw + 0.5).map(([i, r]) => ({table: i, right: r}));
+const pre = document.createElement('pre'); pre.id = 'overflow';
+pre.textContent = JSON.stringify({viewport: vw, page: document.documentElement.scrollWidth,
+  tables: document.querySelectorAll('table').length, overflowing: bad});
+document.body.appendChild(pre);
+</script>"""

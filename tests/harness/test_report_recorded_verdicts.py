@@ -204,8 +204,10 @@ def test_report_index_shows_the_recorded_verdicts(tmp_path: Path) -> None:
         tmp_path / "v",
     )
     text = render_report(tmp_path / "no-runs", tmp_path / "v")
-    row = next(r for r in text.split("<tr>") if "<td>tcgp</td>" in r)
-    assert 'class="badge not-reproduced"' in row and "KS worse on Dixon-Price" in row and "ask-tell" in row
+    row = next(r for r in text.split("<tr>") if r.startswith('<td class="slug"><a href="#tcgp">'))
+    assert 'class="badge not-reproduced"' in row and "ask-tell" in row
+    section = text.split('id="tcgp"')[1].split("<h2")[0]
+    assert 'class="badge not-reproduced"' in section and "KS worse on Dixon-Price" in section
     empty = render_report(tmp_path / "no-runs", tmp_path / "none")
     assert "KS worse on Dixon-Price" not in empty and empty.count('class="badge') == 0
     checked_in = render_report(tmp_path / "no-runs")  # the checkout's verdicts

@@ -168,13 +168,18 @@ class AskTellStrategy(ABC):
         """``Y`` standardised per objective and signed for minimisation: ``s (Y - mean) / std``, with
         ``s = 1`` when minimising and ``-1`` when maximising; std is 1 for fewer than two points or a
         constant objective."""
+        mean, std, sign = self.standardization()
+        return sign * (self.Y - mean) / std
+
+    def standardization(self) -> tuple[torch.Tensor, torch.Tensor, float]:
+        """``(mean, std, sign)`` of :meth:`standardized_Y` (``standardized_Y = sign (Y - mean) / std``), for
+        mapping a surrogate fitted on it back to the objective's units: ``Y = mean + sign std Z``."""
         if self.Y.shape[0] == 0:
             raise RuntimeError("no evaluations yet: call tell() first")
         mean = self.Y.mean(0)
         std = self.Y.std(0) if self.Y.shape[0] > 1 else torch.ones_like(mean)
         std = torch.where(std > 0, std, torch.ones_like(std))
-        sign = 1.0 if self.minimize else -1.0
-        return sign * (self.Y - mean) / std
+        return mean, std, 1.0 if self.minimize else -1.0
 
     @property
     def best_x(self) -> torch.Tensor:

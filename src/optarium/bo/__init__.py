@@ -12,7 +12,7 @@ Single-objective test problems (BoTorch's, plus the sphere and Goldstein-Price) 
 """
 
 from optarium.bo.acquisition import non_dominated_mask, non_dominated_ranks, pareto_select, ucb_select
-from optarium.bo.botorch_model import as_botorch_model
+from optarium.bo.botorch_model import as_botorch_model, gaussian_model, strategy_model
 from optarium.bo.calibration import (
     CalibratedPredictive,
     brier_score,
@@ -85,6 +85,7 @@ __all__ = [
     "fit_enn_params",
     "fit_gp",
     "fit_gp_hyperparameters",
+    "gaussian_model",
     "gennorm_cdf",
     "gennorm_expected_improvement",
     "gennorm_tail_quantile",
@@ -117,6 +118,7 @@ __all__ = [
     "smoothed_log_quality",
     "sobol_gp_hyperparameters",
     "sobol_pool",
+    "strategy_model",
     "trust_region_bounds",
     "turbo_enn_sampler",
     "twcrps",

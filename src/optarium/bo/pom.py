@@ -447,6 +447,30 @@ class _PoolStrategy(AskTellStrategy):
     def _fit(self) -> list[Any]:
         return _models(self._unit(self.X), self.standardized_Y(), self.gp_hyperparameters)
 
+    @property
+    def model(self) -> Any:
+        """The per-objective GPs fitted on the data told so far (as the next ``ask`` fits them: fixed
+        ``gp_hyperparameters`` if given, else a marginal-likelihood fit), as a BoTorch ``ModelList`` in the
+        user's units: inputs in ``bounds``, outputs the objectives themselves (not negated for
+        minimisation). Each call fits afresh; the strategy's randomness is not touched.
+
+        Raises:
+            RuntimeError: nothing was told yet.
+        """
+        from botorch.models.model import ModelList
+
+        from optarium.bo.botorch_model import strategy_model
+
+        if self.Y.shape[0] == 0:
+            raise RuntimeError("model: no evaluations yet; tell() some first")
+        mean, std, sign = self.standardization()
+        return ModelList(
+            *(
+                strategy_model(gp, self.bounds, offset=float(mean[k]), scale=sign * float(std[k]))
+                for k, gp in enumerate(self._fit())
+            )
+        )
+
     def state_dict(self) -> dict[str, Any]:
         """Base state plus the candidate pool (configuration is restored from the constructor)."""
         state = super().state_dict()

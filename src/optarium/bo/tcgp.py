@@ -534,7 +534,10 @@ class TcGPEI(AskTellStrategy):
         self.num_restarts = check_int("num_restarts", num_restarts, minimum=1)
         self._sobol_seed = int(torch.randint(0, 2**31 - 1, (1,), generator=self.generator))
         self._n_design = 0
-        self.model: TailCalibratedGP | None = None
+        #: The tail-calibrated GP fitted at the last proposal (unit-cube inputs, standardised minimisation
+        #: targets); ``None`` before the first proposal after the design. :attr:`model` is its BoTorch view.
+        self.surrogate: TailCalibratedGP | None = None
+        self._surrogate_affine = (0.0, 1.0)
 
     def _unit(self, u: torch.Tensor) -> torch.Tensor:
         lo, hi = self.bounds
@@ -607,7 +610,9 @@ class TcGPEI(AskTellStrategy):
                 kwargs["threshold"] = float(sign * (t - self.Y.mean()) / std)
             model = TailCalibratedGP(xn, self.standardized_Y(), bounds=self._unit_box(), **kwargs)
             model.fit()
-            self.model = model
+            self.surrogate = model
+            mean, std, sign = self.standardization()
+            self._surrogate_affine = (float(mean.reshape(-1)[0]), sign * float(std.reshape(-1)[0]))
             picks = []
             for j in range(rest):
                 best = float(model._yn.min())
@@ -619,6 +624,24 @@ class TcGPEI(AskTellStrategy):
                     model = model.condition(u, mu)
             out.append(self._unit(torch.cat(picks)))
         return torch.cat(out).to(self.bounds)
+
+    @property
+    def model(self) -> Any:
+        """:attr:`surrogate` as a BoTorch ``Model`` in the user's units (inputs in ``bounds``, output the
+        objective): independent Gaussian marginals with the *calibrated* predictive's mean and variance
+        (moment-matched; the generalised-normal shape of the calibration is not a BoTorch posterior). It
+        cannot be conditioned on fantasies.
+
+        Raises:
+            RuntimeError: no surrogate was fitted yet (only the initial design was proposed).
+        """
+        from optarium.bo.botorch_model import gaussian_model, strategy_model
+
+        surrogate = self.surrogate
+        if surrogate is None:
+            raise RuntimeError("model: no GP fitted yet; it is fitted at the first proposal after the design")
+        offset, scale = self._surrogate_affine
+        return strategy_model(gaussian_model(surrogate.posterior), self.bounds, offset=offset, scale=scale)
 
     def _unit_box(self) -> torch.Tensor:
         z = torch.zeros(self.dim, dtype=self.dtype, device=self.bounds.device)

@@ -59,6 +59,7 @@ Deviations: ENN distances in float64 (``ennbo``: float32); the warm-start pair o
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from abc import abstractmethod
@@ -341,6 +342,23 @@ class TurboENN(TurboStrategy):
         self._enn = None
         self._enn_count = 0
 
+    @property
+    def model(self) -> Any:
+        """The ENN fitted at the last proposal (on the trust-region run's data up to then) as a BoTorch
+        ``Model`` in the user's units: inputs in ``bounds``, output the objective itself (not negated for
+        minimisation). It supports fantasies (:mod:`optarium.bo.botorch_model`), so qLogNEI and qKG run on it.
+
+        Raises:
+            RuntimeError: no surrogate was fitted yet (only the initial design was proposed).
+        """
+        from optarium.bo.botorch_model import as_botorch_model, strategy_model
+
+        if self._enn is None:
+            raise RuntimeError("model: no ENN fitted yet (it is fitted at the first ask past the design)")
+        snapshot = copy.copy(self._enn)  # ENN.add replaces its tensors, so the snapshot keeps today's data
+        inner = as_botorch_model(snapshot, self.params)
+        return strategy_model(inner, self.bounds, scale=-1.0 if self.minimize else 1.0)
+
     def _fit(self, x: torch.Tensor, y: torch.Tensor) -> None:
         if self._enn is None:
             self._enn = ENN(x, y, eps=self.eps, dtype=self.dtype)
@@ -426,6 +444,20 @@ class TurboGP(TurboStrategy):
     def _on_restart(self) -> None:
         self._model = None
         self._hypers = None
+
+    @property
+    def model(self) -> Any:
+        """The GP fitted at the last proposal (BoTorch ``SingleTaskGP`` on the trust-region run's data) in
+        the user's units: inputs in ``bounds``, output the objective itself (not negated for minimisation).
+
+        Raises:
+            RuntimeError: no GP was fitted yet (only the initial design was proposed).
+        """
+        from optarium.bo.botorch_model import strategy_model
+
+        if self._model is None:
+            raise RuntimeError("model: no GP fitted yet; it is fitted at the first proposal after the design")
+        return strategy_model(self._model, self.bounds, scale=-1.0 if self.minimize else 1.0)
 
     def state_dict(self) -> dict[str, Any]:
         """The loop's state plus the last fitted GP hyperparameters (the next fit's warm start)."""

@@ -58,6 +58,7 @@ import torch
 
 from optarium._core.seeding import derive_seed
 from optarium.harness.experiment import Experiment, Verdict, register
+from optarium.harness.figures import panel_grid
 from optarium.harness.stats import mean_se
 from optarium.harness.verdicts import combine_outcomes, select
 
@@ -682,8 +683,7 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
     from matplotlib.figure import Figure
 
     taus = [int(t) for t in config["taus"]]
-    fig = Figure(figsize=(4 * len(taus), 3.2))
-    axes = fig.subplots(1, len(taus), squeeze=False)[0]
+    fig, axes = panel_grid(len(taus), panel=(4, 3.2))
     for ax, tau in zip(axes, taus, strict=True):
         for method in ("adam", "oracle", "estimated"):
             rows = list(_per_seed(records, method, tau).values())
@@ -699,7 +699,6 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
         ax.set_xlabel("eta")
         ax.set_ylabel("iterations to 1e-4 f(x0) (median, unpruned)")
         ax.legend(fontsize=7)
-    fig.tight_layout()
     fig2 = Figure(figsize=(4.5, 3.2))
     ax = fig2.subplots()
     for i, tau in enumerate(taus):
@@ -713,8 +712,7 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
     if _has_lm(config) and select(records, "lm_adamw_P1", has="val_loss"):
         lm = config["lm"]
         seeds = list(range(int(lm["seeds"])))
-        fig3 = Figure(figsize=(4.5 * len(seeds), 3.4))
-        axes3 = fig3.subplots(1, len(seeds), squeeze=False)[0]
+        fig3, axes3 = panel_grid(len(seeds), panel=(4.5, 3.4))
         for ax, j in zip(axes3, seeds, strict=True):
             for m in ("lm_adamw_P1", "lm_rotated_P1", *LM_BASELINES_P8, "lm_rotated_P8"):
                 pts = _lm_curve(records, m, j)
@@ -726,8 +724,7 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
             ax.set_title(f"tiny LM, seed {j} (dashed: target)")
             ax.set_xlabel("step")
             ax.set_ylabel("validation loss (nats/byte)")
-            ax.legend(fontsize=6)
-        fig3.tight_layout()
+            ax.legend(fontsize=7.5)
         out["lm_validation_loss"] = fig3
     return out
 

@@ -43,6 +43,7 @@ import torch
 
 from optarium._core.seeding import derive_seed
 from optarium.harness.experiment import Experiment, Verdict, register
+from optarium.harness.figures import panel_grid
 from optarium.harness.verdicts import combine_outcomes, select
 from optarium.problems.sgd_simulation import quantile, simulate
 from optarium.problems.weakly_convex import WeaklyConvexOracle
@@ -337,11 +338,9 @@ def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> V
 # ----------------------------------------------------------------------------------------------- figures
 def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:
     """Failure-probability curves (quantile vs 1/δ) per setting and horizon, and the tuning medians."""
-    from matplotlib.figure import Figure
 
     panels = [(s, int(t)) for s in _settings(config) for t in config["eval_steps"]]
-    curves = Figure(figsize=(5.0 * len(panels), 3.9))
-    axes = curves.subplots(1, len(panels), squeeze=False)[0]
+    curves, axes = panel_grid(len(panels), panel=(5.0, 3.9))
     styles = {"sgd": ("tab:blue", "SGD"), "clip-sgd": ("tab:orange", "Clip-SGD")}
     for ax, (setting, steps) in zip(axes, panels, strict=True):
         tag = _tag(setting, steps)
@@ -367,8 +366,7 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
         ax.legend(fontsize=7)
     curves.suptitle("Failure-probability curves: flat = polylog in 1/δ")
 
-    tune = Figure(figsize=(5.0 * len(_settings(config)), 3.6))
-    taxes = tune.subplots(1, len(_settings(config)), squeeze=False)[0]
+    tune, taxes = panel_grid(len(_settings(config)), panel=(5.0, 3.6))
     for ax, setting in zip(taxes, _settings(config), strict=True):
         tag0 = _tag(setting, int(config["tune_steps"]))
         for m, (color, label) in styles.items():
@@ -388,7 +386,7 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
         ax.set_ylabel("tuning median")
         ax.set_title(f"tuning ({tag0})")
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=7.5)
     return {"failure_probability": curves, "tuning": tune}
 
 

@@ -372,7 +372,7 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
     figs: dict[str, Any] = {}
     colors = {"learned": "tab:red", "isotropic": "tab:blue", "mahalanobis": "tab:green", "saa": "tab:gray"}
     for problem in config["problems"]:
-        fig = Figure(figsize=(13.0, 3.8))
+        fig = Figure(figsize=(12.0, 3.8))
         axes = fig.subplots(1, 3)
         keys = (("premium", "robustness premium R"), ("fresh_cov", "fresh bootstrap coverage"))
         for ax, (key, label) in zip(axes[:2], keys, strict=True):

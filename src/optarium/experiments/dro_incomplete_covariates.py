@@ -374,14 +374,12 @@ def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> V
 # ------------------------------------------------------------------------------------------------ figures
 def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:
     """Paired OOS-cost gaps (method - ours) per setting, and the reliability of every method."""
-    from matplotlib.figure import Figure
 
-    from optarium.harness.figures import draw_paired_gaps
+    from optarium.harness.figures import draw_paired_gaps, panel_grid
 
     settings = list(config["settings"])
     others = [m for m in config["methods"] if m != PRIMARY]
-    gaps = Figure(figsize=(6.0 * len(settings), 4.2))
-    axes = gaps.subplots(1, len(settings), squeeze=False)[0]
+    gaps, axes = panel_grid(len(settings), panel=(6.0, 4.2))
     for ax, setting in zip(axes, settings, strict=True):
         tag = _tag(setting)
         effects = [
@@ -394,8 +392,7 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
         ax.set_title(f"{tag}: OOS cost, method - mc-dro (> 0: ours better)", fontsize=8)
         ax.set_ylabel("paired gap per seed, mean ± 2 SE")
         ax.tick_params(axis="x", rotation=30)
-    rel = Figure(figsize=(6.0 * len(settings), 3.8))
-    raxes = rel.subplots(1, len(settings), squeeze=False)[0]
+    rel, raxes = panel_grid(len(settings), panel=(6.0, 3.8))
     for ax, setting in zip(raxes, settings, strict=True):
         tag = _tag(setting)
         names = list(config["methods"])

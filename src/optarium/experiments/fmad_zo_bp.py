@@ -98,6 +98,7 @@ import torch.nn.functional as F
 
 from optarium._core.seeding import derive_seed
 from optarium.harness.experiment import Experiment, Verdict, register
+from optarium.harness.figures import panel_grid
 from optarium.harness.verdicts import combine_outcomes, last_values, select
 
 __all__ = ["EXPERIMENT", "make_task_a", "make_task_b", "memory_probe"]
@@ -749,8 +750,7 @@ def _plot_sweep(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any])
 
     ranks, variants = _sweep_layout(config)
     verdict = _decide_sweep(records, config)
-    fig = Figure(figsize=(5 * max(len(ranks), 1), 4))
-    axes = fig.subplots(1, max(len(ranks), 1), squeeze=False)[0]
+    fig, axes = panel_grid(max(len(ranks), 1), panel=(5.0, 4.0))
     colors = {v: f"C{i % 10}" for i, v in enumerate(variants)}
     for ax, r in zip(axes, ranks, strict=False):
         for v in variants:
@@ -795,7 +795,7 @@ def _plot_sweep(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any])
     ax.set_xlabel("peak allocations of one step, batch 32 x 128 (MB)")
     ax.set_ylabel("final test accuracy")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=6)
+    ax.legend(fontsize=7.5)
     return {"accuracy_vs_fe": fig, "gap_vs_dimension": gap, "accuracy_vs_memory": mem}
 
 

@@ -37,7 +37,7 @@ import torch
 
 from optarium._core.seeding import derive_seed
 from optarium.harness.experiment import Experiment, Verdict, register
-from optarium.harness.figures import band_stats, draw_paired_gaps
+from optarium.harness.figures import band_stats, draw_paired_gaps, panel_grid
 from optarium.harness.stats import paired_effect, records_final
 from optarium.harness.verdicts import by_step, combine_outcomes, paired_verdict
 
@@ -240,8 +240,7 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
     from matplotlib.figure import Figure
 
     settings = _settings(config)
-    curves = Figure(figsize=(5.2 * len(settings), 3.8))
-    axes = curves.subplots(1, len(settings), squeeze=False)[0]
+    curves, axes = panel_grid(len(settings), panel=(5.6, 3.9))
     for ax, (schedule, model) in zip(axes, settings, strict=True):
         for opt, color in (("adamw", "tab:blue"), ("adamwpower", "tab:orange")):
             method = _method(opt, schedule, model)

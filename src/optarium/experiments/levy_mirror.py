@@ -67,6 +67,7 @@ import torch
 
 from optarium._core.seeding import derive_seed
 from optarium.harness.experiment import Experiment, Verdict, register
+from optarium.harness.figures import panel_grid
 from optarium.harness.verdicts import combine_outcomes, select
 from optarium.optim.levy_mirror import (
     Euclidean,
@@ -587,8 +588,7 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
     figs: dict[str, Any] = {}
     parts = [(m, "horizons" if m == "smd-convex" else "rsc_horizons") for m in PART_TAGS if m in methods]
     if parts:
-        fig = Figure(figsize=(5.0 * len(parts), 3.9))
-        axes = fig.subplots(1, len(parts), squeeze=False)[0]
+        fig, axes = panel_grid(len(parts), panel=(5.0, 3.9))
         for ax, (m, key) in zip(axes, parts, strict=True):
             horizons = [int(t) for t in config[key]]
             errors = _errors(records, m, alphas, horizons)
@@ -628,8 +628,7 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
         figs["tuning"] = fig
     if "lmf" in methods:
         hs = sorted({float(r["h"]) for r in select(records, "lmf", has=("lmf_time",))})
-        fig = Figure(figsize=(5.0 * max(1, len(hs)), 3.6))
-        axes = fig.subplots(1, max(1, len(hs)), squeeze=False)[0]
+        fig, axes = panel_grid(max(1, len(hs)), panel=(5.0, 3.6))
         for ax, h in zip(axes, hs, strict=False):
             for a in alphas:
                 rows = [r for r in select(records, "lmf", has=("lmf_time",))

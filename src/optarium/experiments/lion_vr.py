@@ -67,7 +67,7 @@ from optarium.experiments.lion_vr_distributed import (
     run_dist,
 )
 from optarium.harness.experiment import Experiment, Verdict, register
-from optarium.harness.figures import draw_band, draw_paired_gaps
+from optarium.harness.figures import draw_band, draw_paired_gaps, panel_grid
 from optarium.harness.stats import mean_sd, paired_effect
 from optarium.harness.verdicts import by_step, combine_outcomes, last_values, ols_slope
 
@@ -440,8 +440,7 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
     methods = list(config["methods"])
     figs: dict[str, Any] = {}
     for norm in ("grad_l1", "grad_l2"):
-        fig = Figure(figsize=(5.4 * len(budgets), 4.0))
-        axes = fig.subplots(1, len(budgets), squeeze=False)[0]
+        fig, axes = panel_grid(len(budgets), panel=(5.4, 4.0))
         for ax, budget in zip(axes, budgets, strict=True):
             for m in methods:
                 curve = by_step(records, norm, m, budget=budget)
@@ -465,7 +464,7 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
         for a, base in pairs
         if a in methods and base in methods
     ]
-    draw_paired_gaps(ax, effects, offset=0.2, point_size=12, tick_fontsize=6)
+    draw_paired_gaps(ax, effects, offset=0.2, point_size=12, tick_fontsize=7.5)
     ax.set_ylabel("log score(baseline) - log score(Lion-VR)\n[> 0: Lion-VR better]")
     ax.set_title("paired gaps per held-out seed; mean ± 2 SE")
     ax.grid(alpha=0.3)

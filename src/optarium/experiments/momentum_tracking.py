@@ -57,6 +57,7 @@ import torch
 
 from optarium._core.seeding import derive_seed
 from optarium.harness.experiment import Experiment, Verdict, register
+from optarium.harness.figures import panel_grid
 from optarium.harness.stats import PairedEffect, mean_se, paired_effect
 from optarium.harness.verdicts import combine_outcomes, select
 from optarium.optim.momentum_tracking import (
@@ -714,11 +715,9 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
     tuned errors with the analytic values side by side. Full: the phase diagram."""
     if config["mode"] == "full":
         return {"phase_diagram": _phase_diagram(records, config)}
-    from matplotlib.figure import Figure
 
     cells = [c["name"] for c in config["cells"]]
-    fig = Figure(figsize=(4.2 * len(cells), 3.8))
-    axes = fig.subplots(1, len(cells), squeeze=False)[0]
+    fig, axes = panel_grid(len(cells), panel=(4.2, 3.8))
     colors = {"sgd": "black", "heavy_ball": "tab:red", "nesterov": "tab:blue"}
     for ax, cell in zip(axes, cells, strict=True):
         for method in METHODS:
@@ -750,9 +749,8 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
         ax.set_ylabel("window mean ‖x-θ‖² (dots: sim, lines: analytic)")
         ax.set_title(cell)
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=6)
-    side = Figure(figsize=(4.2 * len(cells), 3.8))
-    axes = side.subplots(1, len(cells), squeeze=False)[0]
+        ax.legend(fontsize=7.5)
+    side, axes = panel_grid(len(cells), panel=(4.2, 3.8))
     for ax, cell in zip(axes, cells, strict=True):
         labels, sims, ses, anas = [], [], [], []
         for method in METHODS:
@@ -773,12 +771,11 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
         ax.set_yscale("log")
         ax.set_title(f"{cell}: tuned errors")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=7.5)
     return {"error_vs_step": fig, "simulated_vs_analytic": side}
 
 
 def _phase_diagram(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> Any:
-    from matplotlib.figure import Figure
 
     drifts, ratios, betas = (
         list(config["drifts"]),
@@ -786,32 +783,28 @@ def _phase_diagram(records: Sequence[Mapping[str, Any]], config: Mapping[str, An
         list(config["betas"]),
     )
     cols = [(m, p) for m in ("heavy_ball", "nesterov") for p in ("raw", "matched", "tuned")]
-    fig = Figure(figsize=(3.3 * len(cols), 2.8 * len(drifts)))
-    axes = fig.subplots(len(drifts), len(cols), squeeze=False)
-    for r_i, drift in enumerate(drifts):
-        for c_i, (method, param) in enumerate(cols):
-            ax = axes[r_i][c_i]
-            grid = torch.full((len(betas), len(ratios)), math.nan)
-            for bi, b in enumerate(betas):
-                for ri in range(len(ratios)):
-                    key = f"{drift}:r{ri}:{method}:{_btag(b)}:{param}"
-                    m, se = (
-                        _scalar(records, method, f"{key}:lr_mean"),
-                        _scalar(records, method, f"{key}:lr_se"),
-                    )
-                    grid[bi, ri] = min(m, 3.0) if math.isfinite(m) or m > 0 else math.nan
-                    if math.isfinite(m) and math.isfinite(se) and abs(m) <= 2 * se:
-                        ax.plot(ri, bi, "x", color="gray", ms=4)  # within 2 SE
-            im = ax.imshow(grid.numpy(), origin="lower", aspect="auto", cmap="RdBu_r", vmin=-1.0, vmax=1.0)
-            ax.set_xticks(
-                range(0, len(ratios), 3), [f"{ratios[i]:.0e}" for i in range(0, len(ratios), 3)], fontsize=6
-            )
-            ax.set_yticks(range(len(betas)), [f"{b:g}" for b in betas], fontsize=6)
-            ax.set_title(f"{drift} {method} {param}", fontsize=8)
-            if r_i == len(drifts) - 1:
-                ax.set_xlabel("δ/σ")
-            if c_i == 0:
-                ax.set_ylabel("β")
+    panels = [(drift, m, p) for drift in drifts for m, p in cols]
+    fig, axes = panel_grid(len(panels), panel=(3.9, 3.2))
+    for ax, (drift, method, param) in zip(axes, panels, strict=True):
+        grid = torch.full((len(betas), len(ratios)), math.nan)
+        for bi, b in enumerate(betas):
+            for ri in range(len(ratios)):
+                key = f"{drift}:r{ri}:{method}:{_btag(b)}:{param}"
+                m, se = (
+                    _scalar(records, method, f"{key}:lr_mean"),
+                    _scalar(records, method, f"{key}:lr_se"),
+                )
+                grid[bi, ri] = min(m, 3.0) if math.isfinite(m) or m > 0 else math.nan
+                if math.isfinite(m) and math.isfinite(se) and abs(m) <= 2 * se:
+                    ax.plot(ri, bi, "x", color="gray", ms=4)  # within 2 SE
+        im = ax.imshow(grid.numpy(), origin="lower", aspect="auto", cmap="RdBu_r", vmin=-1.0, vmax=1.0)
+        ax.set_xticks(
+            range(0, len(ratios), 3), [f"{ratios[i]:.0e}" for i in range(0, len(ratios), 3)], fontsize=8
+        )
+        ax.set_yticks(range(len(betas)), [f"{b:g}" for b in betas], fontsize=8)
+        ax.set_title(f"{drift} {method} {param}", fontsize=9)
+        ax.set_xlabel("δ/σ")
+        ax.set_ylabel("β")
     fig.colorbar(
         im, ax=axes, shrink=0.6, label="paired mean log(err/err_SGD) (red: SGD better; x: within 2 SE)"
     )

@@ -51,6 +51,7 @@ import torch
 
 from optarium._core.seeding import derive_seed
 from optarium.harness.experiment import Experiment, Verdict, register
+from optarium.harness.figures import panel_grid
 from optarium.harness.verdicts import combine_outcomes, select
 
 __all__ = ["EXPERIMENT", "decide", "plot", "run"]
@@ -621,7 +622,7 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
     from matplotlib.figure import Figure
 
     methods = list(config["methods"])
-    dial = Figure(figsize=(14.0, 3.4 * len(methods)))
+    dial = Figure(figsize=(12.0, 3.4 * len(methods)))
     axes = dial.subplots(len(methods), 3, squeeze=False)
     colors = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"]
     for row, m in enumerate(methods):
@@ -660,8 +661,8 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
         ax_n.set_title(f"{m}: norm")
         ax_s.set_title(f"{m}: sharpness")
         ax_e.set_title(f"{m}: generalisation")
-        ax_n.legend(fontsize=6)
-        ax_s.legend(fontsize=6)
+        ax_n.legend(fontsize=7.5)
+        ax_s.legend(fontsize=7.5)
         if not mlp:
             summ = _summary(records, m)
             l1 = [float(s["l1_test_mse"]) for s in summ.values() if "l1_test_mse" in s]
@@ -672,8 +673,7 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
 
     dln = [m for m in methods if m.startswith("dln-")]
     if dln:
-        gaps = Figure(figsize=(5.0 * len(dln), 3.6))
-        gax = gaps.subplots(1, len(dln), squeeze=False)[0]
+        gaps, gax = panel_grid(len(dln), panel=(5.0, 3.6))
         for ax, m in zip(gax, dln, strict=True):
             _, f = _interior(_grid_rows(records, m))
             names = [("min", "vs smallest η"), ("top", "vs largest η"), ("l1", "vs min-ℓ1")]
@@ -692,7 +692,6 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
             ax.set_title(f"{m}: (iii) {f['seeds_interior_wins']}/{f['n_seeds']} seeds win")
             ax.legend(fontsize=7)
             ax.grid(alpha=0.3)
-        gaps.tight_layout()
         figs["interior_gaps"] = gaps
     return figs
 

@@ -67,7 +67,7 @@ import torch
 
 from optarium._core.seeding import derive_seed
 from optarium.harness.experiment import Experiment, Verdict, register
-from optarium.harness.figures import draw_band
+from optarium.harness.figures import draw_band, panel_grid
 from optarium.harness.stats import mean_se, paired_effect
 from optarium.harness.verdicts import by_step, last_values, side
 
@@ -408,13 +408,11 @@ _COLORS = {
 
 def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:
     """EMD, hypervolume and pieces hit against evaluations (mean over seeds, min-max band) per problem, q."""
-    from matplotlib.figure import Figure
 
     cells = [(name, int(q)) for name in config["problems"] for q in config["batch_sizes"]]
     figs: dict[str, Any] = {}
     for metric, label in (("emd", "EMD (lower is better)"), ("hv", "hypervolume"), ("pieces", "pieces hit")):
-        fig = Figure(figsize=(4.6 * len(cells), 3.8))
-        axes = fig.subplots(1, len(cells), squeeze=False)[0]
+        fig, axes = panel_grid(len(cells), panel=(4.6, 3.8))
         for ax, (name, q) in zip(axes, cells, strict=True):
             pid = PROBLEMS.index(name)
             for meth in config["methods"]:

@@ -41,7 +41,7 @@ import torch
 
 from optarium._core.seeding import derive_seed
 from optarium.harness.experiment import Experiment, Verdict, register
-from optarium.harness.figures import draw_band, draw_paired_gaps
+from optarium.harness.figures import draw_band, draw_paired_gaps, panel_grid
 from optarium.harness.stats import PairedEffect, mean_sd, paired_effect, records_final
 from optarium.harness.verdicts import by_step, side
 
@@ -236,8 +236,8 @@ def run(ctx: Any, method: str, seed: int, config: Mapping[str, Any]) -> None:
             with ctx.evaluating():
                 regret = max(opt.best_y - float(f.optimal_value), 1e-12)
                 extra = {}
-                if opt.model is not None and step:
-                    extra = {f"s_bo_{name}": opt.model.s, f"beta_bo_{name}": opt.model.beta}
+                if opt.surrogate is not None and step:
+                    extra = {f"s_bo_{name}": opt.surrogate.s, f"beta_bo_{name}": opt.surrogate.beta}
                 ctx.log(step, **{f"log_regret_{name}": math.log10(regret)}, **extra)
 
 
@@ -349,7 +349,7 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
             offset=0.2,
             point_size=10,
             colors=[_COLORS[base] for _, base, _ in drawn],
-            tick_fontsize=6,
+            tick_fontsize=7.5,
         )
         ax.set_ylabel(f"{metric}(baseline) - {metric}(tcGP)  [> 0: tcGP better]")
         ax.grid(alpha=0.3)
@@ -357,8 +357,7 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
     figs["calibration_gaps"] = fig
 
     bo_fns = list(config["bo_functions"])
-    fig2 = Figure(figsize=(4.2 * len(bo_fns), 3.6))
-    axes2 = fig2.subplots(1, len(bo_fns), squeeze=False)[0]
+    fig2, axes2 = panel_grid(len(bo_fns), panel=(4.2, 3.6))
     for ax, name in zip(axes2, bo_fns, strict=True):
         for m in config.get("bo_methods", ()):
             regret = by_step(records, f"log_regret_{name}", m)

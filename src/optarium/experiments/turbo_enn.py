@@ -330,7 +330,7 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
         best = by_step(records, "best", m, problem=0)
         if best:
             steps = sorted(best)
-            ax.plot(steps, [statistics.median(best[s]) for s in steps], label=m)
+            ax.plot(steps, [statistics.median(best[s]) for s in steps], marker="o", ms=3, label=m)
     ax.set_yscale("symlog", linthresh=1e-2)
     ax.set_xlabel("evaluations")
     ax.set_ylabel("best Ackley value (median over seeds)")

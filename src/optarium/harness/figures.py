@@ -18,12 +18,30 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from optarium._core.validation import check_choice
 from optarium.harness.stats import PairedEffect
 
-__all__ = ["BANDS", "CENTERS", "band_stats", "draw_band", "draw_paired_gaps"]
+__all__ = [
+    "BANDS",
+    "CENTERS",
+    "FIGURE_DPI",
+    "MAX_FIGURE_WIDTH_PX",
+    "band_stats",
+    "draw_band",
+    "draw_paired_gaps",
+    "figure_problems",
+    "panel_grid",
+]
+
+#: Resolution the runner saves figures at.
+FIGURE_DPI = 110
+#: Widest saved figure (pixels) that the report's ~1150-px column shows at >= 80 % of its size, so 10-pt text
+#: stays >= 12 px at 100 % zoom; wider figures are reported by :func:`figure_problems` (lay panels out in
+#: rows instead of one long strip).
+MAX_FIGURE_WIDTH_PX = 1400
 
 #: How :func:`band_stats` summarises the seeds at a step.
 CENTERS: tuple[str, ...] = ("mean", "geomean", "median")
@@ -130,3 +148,77 @@ def draw_band(
     ax.plot(steps, mid, color=color, label=label, **plot_kw)
     if band != "none":
         ax.fill_between(steps, lo, hi, color=color, alpha=alpha)
+
+
+def _shows_data(ax: Any) -> bool:
+    """Whether anything data-like is visible: a collection, patch or image, or a line with two finite points
+    or with markers (a one-point line without markers draws nothing)."""
+    if ax.collections or ax.images or any(p.get_visible() for p in ax.patches) or ax.tables:
+        return True
+    for line in ax.get_lines():
+        if not line.get_visible():
+            continue
+        x, y = (list(v) if hasattr(v, "__len__") else [v] for v in line.get_data())
+        finite = sum(1 for a, b in zip(x, y, strict=False) if _finite(a) and _finite(b))
+        marker = line.get_marker()
+        if finite >= 2 or (finite >= 1 and marker not in (None, "", "None", " ")):
+            return True
+    return False
+
+
+def _finite(v: Any) -> bool:
+    try:
+        return math.isfinite(float(v))
+    except (TypeError, ValueError):
+        return True  # dates, categories: drawn
+
+
+def figure_problems(fig: Any, png: Path | str | None = None) -> list[str]:
+    """What makes a figure unreadable, one line each (empty if none): a visible Axes with nothing visible
+    drawn on it (no collection, patch or image, and no line with two finite points or with markers: the
+    plot had no data at this scale), and a saved PNG wider than
+    :data:`MAX_FIGURE_WIDTH_PX`. The runner adds these lines to a run's ``figure_errors``."""
+    problems = []
+    for i, ax in enumerate(fig.get_axes()):
+        if ax.get_visible() and ax.axison and not _shows_data(ax):
+            title = ax.get_title() or ax.get_ylabel() or f"axes {i}"
+            problems.append(f"axes {title!r} has no data drawn on it")
+    if png is not None:
+        head = Path(png).read_bytes()[:24]
+        if head[:8] == b"\x89PNG\r\n\x1a\n":
+            width = int.from_bytes(head[16:20], "big")
+            if width > MAX_FIGURE_WIDTH_PX:
+                problems.append(
+                    f"{width} px wide (> {MAX_FIGURE_WIDTH_PX}): its text would be shrunk in the report; "
+                    "put the panels in rows"
+                )
+    return problems
+
+
+def panel_grid(
+    n: int, *, panel: tuple[float, float] = (5.0, 3.8), **subplot_kw: Any
+) -> tuple[Any, list[Any]]:
+    """A matplotlib ``Figure`` with ``n`` panels of ``panel`` = (width, height) inches each, laid out in as
+    many columns as fit :data:`MAX_FIGURE_WIDTH_PX` at :data:`FIGURE_DPI` and as many rows as needed
+    (constrained layout; unused cells of the last row hidden), and its ``n`` Axes in reading order.
+
+    Use it instead of ``Figure(figsize=(w * n, h)).subplots(1, n)``, whose text shrinks below legibility in
+    the report once ``n`` panels no longer fit its column. ``subplot_kw`` goes to ``Figure.subplots``
+    (``sharey=True``, say).
+    """
+    from matplotlib.figure import Figure
+
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"n: need at least one panel, got {n}")
+    width, height = (float(v) for v in panel)
+    if not (width > 0 and height > 0):
+        raise ValueError(f"panel: width and height must be positive, got {panel}")
+    fits = int((MAX_FIGURE_WIDTH_PX / FIGURE_DPI - 0.6) // width)  # 0.6 in for the tight bounding box
+    ncols = max(1, min(n, fits))
+    nrows = -(-n // ncols)
+    fig = Figure(figsize=(width * ncols, height * nrows), layout="constrained")
+    axes = list(fig.subplots(nrows, ncols, squeeze=False, **subplot_kw).flat)
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes[:n]

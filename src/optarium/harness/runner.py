@@ -9,7 +9,8 @@ Each (method, seed) pair is a *unit*. A unit ends with one status of
 - ``timeout``: the unit ran past ``unit_timeout_s`` (checked at every ``ctx.log`` and ``ctx.check``).
 
 A crashing unit never loses the other units' records. Units run in this process (``jobs=1``) or in a pool of
-``jobs`` spawned processes with one torch thread each. Finished units are appended to the run directory as
+``jobs`` spawned processes with one torch thread each, or on a Ray cluster or Slurm
+(:mod:`optarium.harness.executors`). Finished units are appended to the run directory as
 they finish, so Ctrl-C keeps them and a re-run reuses them.
 
 An experiment reports through its :class:`RunContext`: ``ctx.log(step, **metrics)`` for its own metrics,
@@ -38,7 +39,9 @@ from optarium._core.status import UNIT_STATUSES
 from optarium._core.timing import Stopwatch
 from optarium._core.validation import check_choice, check_int
 from optarium.harness.environment import code_fingerprint, collect_environment
+from optarium.harness.executors import Executor, LocalExecutor, error_unit
 from optarium.harness.experiment import SCALES, Verdict, get_experiment, registered_experiments
+from optarium.harness.figures import FIGURE_DPI, figure_problems
 from optarium.harness.storage import REUSABLE, RunDir, run_id, summarize
 
 __all__ = [
@@ -241,6 +244,7 @@ def run_experiment(
     on_start: Callable[[str, int], None] | None = None,
     on_unit: UnitCallback | None = None,
     on_wait: Callable[[Path], None] | None = None,
+    executor: Executor | None = None,
 ) -> RunOutcome:
     """Run ``slug`` at ``scale`` over its methods x seeds, store the run, and return the outcome.
 
@@ -253,7 +257,7 @@ def run_experiment(
         scale: ``smoke``, ``quick`` or ``full``.
         seeds: number of seeds (default: the scale's).
         out: the runs root; the run goes to ``out/slug/scale/run-id``.
-        jobs: processes to run units in (1 = this process).
+        jobs: processes to run units in (1 = this process), for the default local executor.
         force: discard stored units of an identical earlier run instead of reusing them.
         world_size: torch.distributed processes for the experiment's distributed methods (``None``/1: in
             process); a ``ValueError`` for an experiment without distributed methods.
@@ -261,18 +265,29 @@ def run_experiment(
         on_unit: called with (slug, unit status line) as each unit finishes.
         on_wait: called with the run directory if another process holds its lock, before waiting (default:
             one line on stderr saying so).
+        executor: where the units run (:mod:`optarium.harness.executors`: a Ray cluster, Slurm); default
+            :class:`~optarium.harness.executors.LocalExecutor` with ``jobs`` processes. The stored run is
+            the same whichever runs it.
 
     Raises:
         RunInterrupted: on Ctrl-C, after the finished units were stored.
     """
     check_choice("scale", scale, SCALES)
     jobs = check_int("jobs", jobs, minimum=1)
+    if executor is None:
+        executor = LocalExecutor(jobs)
+    elif not isinstance(executor, Executor):
+        raise TypeError(
+            f"executor: must be an optarium.harness.executors.Executor, got {type(executor).__name__}"
+        )
     experiment = get_experiment(slug)
     config = experiment.config(scale, seeds, world_size)
     fingerprint = code_fingerprint()
     run = RunDir.create(out, slug, scale, run_id(fingerprint, slug, scale, config))
     with run.lock(on_wait=on_wait if on_wait is not None else _say_waiting):
-        return _run_locked(experiment, run, slug, scale, config, fingerprint, jobs, force, on_start, on_unit)
+        return _run_locked(
+            experiment, run, slug, scale, config, fingerprint, executor, force, on_start, on_unit
+        )
 
 
 def _say_waiting(path: Path) -> None:
@@ -290,7 +305,7 @@ def _run_locked(
     scale: str,
     config: Mapping[str, Any],
     fingerprint: str,
-    jobs: int,
+    executor: Executor,
     force: bool,
     on_start: Callable[[str, int], None] | None,
     on_unit: UnitCallback | None,
@@ -313,11 +328,7 @@ def _run_locked(
             on_unit(slug, unit)
 
     try:
-        if jobs == 1 or len(pending) <= 1:
-            for m, s in pending:
-                finished(*execute_unit(slug, scale, config, m, s))
-        else:
-            _run_pool(slug, scale, config, pending, jobs, finished)
+        executor.run(slug, scale, config, pending, finished)
     except KeyboardInterrupt:
         raise RunInterrupted(run.path, len(run.units())) from None
 
@@ -343,20 +354,7 @@ def _run_pool(
     for unit in broken:
         again = _pool_pass(slug, scale, config, [unit], 1, finished, unit_fn)
         for m, s in again:
-            finished(_error_unit(m, s, "the worker process died while running this unit"), [])
-
-
-def _error_unit(method: str, seed: int, error: str) -> dict[str, Any]:
-    return {
-        "method": method,
-        "seed": seed,
-        "status": "error",
-        "seconds": 0.0,
-        "wall_seconds": 0.0,
-        "n_records": 0,
-        "error": error,
-        "attempt": uuid.uuid4().hex[:12],
-    }
+            finished(error_unit(m, s, "the worker process died while running this unit"), [])
 
 
 def _pool_pass(
@@ -389,7 +387,7 @@ def _pool_pass(
                     broken.append((m, s))
                     continue
                 except Exception:  # the unit's result could not come back (e.g. not picklable)
-                    unit, records = _error_unit(m, s, traceback.format_exc()), []
+                    unit, records = error_unit(m, s, traceback.format_exc()), []
                 finished(unit, records)
     except KeyboardInterrupt:
         procs = list((getattr(pool, "_processes", None) or {}).values())
@@ -466,9 +464,11 @@ def _save_figures(
     fig_dir.mkdir(exist_ok=True)
     for name, fig in figures.items():
         try:
-            fig.savefig(fig_dir / f"{name}.png", dpi=110, bbox_inches="tight")
+            fig.savefig(fig_dir / f"{name}.png", dpi=FIGURE_DPI, bbox_inches="tight")
         except Exception as exc:
             errors.append(f"{name}: {exc!r}")
+            continue
+        errors.extend(f"{name}: {p}" for p in figure_problems(fig, fig_dir / f"{name}.png"))
     return errors
 
 
@@ -482,13 +482,23 @@ def run_suite(
     force: bool = False,
     on_start: Callable[[str, int], None] | None = None,
     on_unit: UnitCallback | None = None,
+    executor: Executor | None = None,
 ) -> list[RunOutcome]:
-    """Run every registered experiment (of ``family``, if given) at ``scale``; units in ``jobs`` processes."""
+    """Run every registered experiment (of ``family``, if given) at ``scale``; units in ``jobs`` processes
+    (or on ``executor``, see :func:`run_experiment`)."""
     outcomes = []
     for slug in registered_experiments(family):
         outcomes.append(
             run_experiment(
-                slug, scale, seeds=seeds, out=out, jobs=jobs, force=force, on_start=on_start, on_unit=on_unit
+                slug,
+                scale,
+                seeds=seeds,
+                out=out,
+                jobs=jobs,
+                force=force,
+                on_start=on_start,
+                on_unit=on_unit,
+                executor=executor,
             )
         )
     return outcomes

@@ -25,6 +25,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -37,6 +38,7 @@ from optarium.harness.stats import mean_sd, records_final
 __all__ = [
     "RunDir",
     "find_runs",
+    "is_identifier",
     "run_id",
     "summarize",
 ]
@@ -221,7 +223,7 @@ def summarize(
             if u["method"] == m:
                 statuses[u["status"]] = statuses.get(u["status"], 0) + 1
         mine = [r for r in records if r["method"] == m]
-        names = sorted({k for r in mine for k in r} - _NOT_METRICS)
+        names = sorted(k for k in {k for r in mine for k in r} if not is_identifier(k))
         metrics: dict[str, Any] = {}
         for name in names:
             vals = [v for v in records_final(mine, name, m).values() if math.isfinite(v)]
@@ -233,7 +235,17 @@ def summarize(
     return out
 
 
+#: Record keys that are bookkeeping, never metrics.
 _NOT_METRICS = frozenset({"method", "seed", "step", "status", "attempt"})
+#: Record keys that name a problem or setting rather than measure anything.
+_TAG_NAMES = frozenset({"problem", "setting", "unit", "run_id", "slug", "scale"})
+_TAG_PATTERN = re.compile(r"(^|_)(index|idx|id|final)$")  # `final`: log_result's flag
+
+
+def is_identifier(name: str) -> bool:
+    """Whether a record key is bookkeeping or a tag (``problem``, ``eval_index``, ``client_id`` ...), not a
+    metric: :func:`summarize` and the report never average it."""
+    return name in _NOT_METRICS or name in _TAG_NAMES or bool(_TAG_PATTERN.search(name))
 
 
 def find_runs(root: Path | str) -> list[RunDir]:
