@@ -6,8 +6,9 @@ parameter fixed by ``low == high`` always takes its one value and does not break
 seed gives the same trials; the sampler pickles, and so does a study using it, which then continues (the
 resume recipe of Optuna's FAQ); failed, pruned and NaN-valued trials do not break later trials; parameters
 that appear only in some trials (a dynamic search space) are sampled in range; ``reseed_rng`` and
-``n_jobs > 1`` work; enqueued trials keep their fixed parameters; a distribution the sampler does not
-support raises ``ValueError`` naming the parameter (optarium's documented limit: continuous floats only).
+``n_jobs > 1`` work; enqueued trials keep their fixed parameters; integer, stepped, log and categorical
+parameters are sampled inside their distributions (optarium encodes them as Optuna's own model-based
+samplers do).
 
 A sampler joins by adding a :class:`SamplerCase` to :func:`sampler_cases`; ``tests/conformance/
 test_samplers.py`` runs every check on every case. Optuna is imported by the checks, not at import time.
@@ -29,13 +30,13 @@ __all__ = [
     "SamplerCase",
     "check_dynamic_search_space",
     "check_enqueued_trials_kept",
+    "check_every_distribution_in_range",
     "check_failed_pruned_and_nan_trials",
     "check_float_in_bounds",
     "check_pickle_sampler_and_study",
     "check_reproducible",
     "check_reseed_and_threads",
     "check_single_distribution",
-    "check_unsupported_distribution_named",
     "sampler_cases",
 ]
 
@@ -171,18 +172,31 @@ def check_enqueued_trials_kept(case: SamplerCase) -> None:
     assert t.params == {"x": 0.25, "y": 2.0}, f"{case.name}: enqueued trial got {t.params}"
 
 
-def check_unsupported_distribution_named(case: SamplerCase) -> None:
-    """An int or categorical parameter raises ``ValueError`` naming the parameter (continuous floats only)."""
-    import pytest
-
+def check_every_distribution_in_range(case: SamplerCase) -> None:
+    """Integers (linear, log, stepped), stepped floats and categoricals (``None`` among the choices) are
+    sampled inside their distributions, with their types, and the same seed gives the same trials."""
     optuna = _optuna()
-    for name, suggest in (
-        ("n", lambda t: t.suggest_int("n", 0, 3)),
-        ("c", lambda t: t.suggest_categorical("c", [1, 2])),
-    ):
+
+    def objective(t: Any) -> float:
+        n = t.suggest_int("n", 0, 6)
+        k = t.suggest_int("k", 1, 64, log=True)
+        s = t.suggest_int("s", 2, 10, step=2)
+        f = t.suggest_float("f", 0.0, 1.0, step=0.25)
+        c = t.suggest_categorical("c", ["a", None, 3])
+        return (n - 3) ** 2 + abs(math.log2(k) - 3) + (s - 6) ** 2 / 4 + f + float(c != "a")
+
+    runs = []
+    for _ in range(2):
         study = optuna.create_study(sampler=case.make(0))
-        with pytest.raises(ValueError, match=rf"parameter {name!r}"):
-            study.optimize(lambda t, s=suggest: float(s(t)), n_trials=1, catch=())
+        study.optimize(objective, n_trials=case.trials)
+        runs.append([t.params for t in study.trials])
+    assert runs[0] == runs[1], f"{case.name}: the same seed gave different trials"
+    for p in runs[0]:
+        assert isinstance(p["n"], int) and 0 <= p["n"] <= 6, f"{case.name}: n = {p['n']!r}"
+        assert isinstance(p["k"], int) and 1 <= p["k"] <= 64, f"{case.name}: k = {p['k']!r}"
+        assert p["s"] in (2, 4, 6, 8, 10), f"{case.name}: s = {p['s']!r}"
+        assert p["f"] in (0.0, 0.25, 0.5, 0.75, 1.0), f"{case.name}: f = {p['f']!r}"
+        assert p["c"] in ("a", None, 3), f"{case.name}: c = {p['c']!r}"
 
 
 CHECKS: Mapping[str, Callable[[SamplerCase], Any]] = {
@@ -194,7 +208,7 @@ CHECKS: Mapping[str, Callable[[SamplerCase], Any]] = {
     "dynamic_search_space": check_dynamic_search_space,
     "reseed_and_threads": check_reseed_and_threads,
     "enqueued_trials_kept": check_enqueued_trials_kept,
-    "unsupported_distribution_named": check_unsupported_distribution_named,
+    "every_distribution_in_range": check_every_distribution_in_range,
 }
 
 
