@@ -52,14 +52,13 @@ def test_docstring_examples_run(module: str) -> None:
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     tests = [t for t in finder.find(mod, module) if t.examples]
     assert tests, f"{module}: the source has '>>> ' but no doctest was found"
+    # one pass that keeps its own report: a second pass would run on globals the first one cleared and
+    # report NameErrors instead of the real failure
+    report: list[str] = []
     for t in tests:
-        runner.run(t, out=lambda s: None)
+        runner.run(t, out=report.append)
     results = runner.summarize(verbose=False)
     if results.failed:
-        report: list[str] = []
-        runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-        for t in tests:
-            runner.run(t, out=report.append)
         pytest.fail(f"{module}: {results.failed} of {results.attempted} examples failed\n" + "".join(report))
 
 

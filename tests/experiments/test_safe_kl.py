@@ -74,3 +74,66 @@ def test_rule_paired_gap_and_failure_count_sides() -> None:
     assert v.outcome == "inconclusive"
     gaps["minibatch-lse"][0.01] = [1e-5] * 4 + [1.1e-5]  # minibatch LSE clearly better
     assert decide(_records(gaps), QUICK).figures["b_outcome"] == "not reproduced"
+
+
+def _sk_records(gaps: dict[str, list[float]]) -> list[dict[str, Any]]:
+    recs: list[dict[str, Any]] = []
+    for m, vals in gaps.items():
+        for seed, g in enumerate(vals):
+            for lr, scale in ((0.01, 3.0), (0.1, 1.0)):
+                v = g * scale
+                recs.append(
+                    {
+                        "method": m,
+                        "seed": seed,
+                        "step": 3125,
+                        "lr": lr,
+                        "status": "done",
+                        "sk:final_gap": v,
+                        "sk:nonfinite": float(not math.isfinite(v)),
+                        "sk:failed": float(not math.isfinite(v) or v > 1),
+                    }
+                )
+    return recs
+
+
+def test_sinkhorn_rule_sides() -> None:
+    """Rule (e): e1 against minibatch-LSE, e2 against MLMC, each reproduced / inconclusive / not."""
+    cfg = {**QUICK, "methods": ["sk-safe-kl", "sk-minibatch-lse", "sk-mlmc"], "variants": []}
+    safe = [1.1e-4, 1.3e-4, 0.9e-4, 1.2e-4, 1.0e-4]
+    gaps = {
+        "sk-safe-kl": safe,
+        "sk-minibatch-lse": [1.3e-2] * 5,
+        "sk-mlmc": [g * r for g, r in zip(safe, (1.3, 0.8, 1.1, 0.9, 1.05), strict=True)],
+    }
+    v = decide(_sk_records(gaps), cfg)
+    f = v.figures
+    assert f["e1_outcome"] == "reproduced" and f["e2_outcome"] == "inconclusive", v.summary
+    assert v.outcome == "inconclusive" and f["sk:sk-safe-kl:best_lr"] == 0.1
+    gaps["sk-mlmc"] = [4e-4, 4.2e-4, 3.9e-4, 4.1e-4, 4.3e-4]
+    v = decide(_sk_records(gaps), cfg)
+    assert v.figures["e2_outcome"] == "reproduced" and v.outcome == "reproduced", v.summary
+    gaps["sk-mlmc"] = [1e-5] * 5
+    assert decide(_sk_records(gaps), cfg).figures["e2_outcome"] == "not reproduced"
+
+
+def test_sinkhorn_exact_objective_against_monte_carlo() -> None:
+    """The quadrature ground truth of (C) matches a 2e5-draw Monte Carlo per datum and is grid-converged."""
+    import torch
+
+    from optarium.experiments.safe_kl import _sk_exact
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(4, 5, generator=g, dtype=torch.float64)
+    y = torch.tensor([1.0, -1.0, 1.0, -1.0], dtype=torch.float64)
+    theta = 0.8 * torch.randn(5, generator=g, dtype=torch.float64)
+    kappa, sigma = 0.1, math.sqrt(0.1)
+    fine = float(_sk_exact(X, y, theta, kappa, sigma, 3201))
+    assert abs(float(_sk_exact(X, y, theta, kappa, sigma, 801)) - fine) < 1e-10
+    z = X[:, None] + sigma * torch.randn(4, 200_000, 5, generator=g, dtype=torch.float64)
+    ell = torch.nn.functional.softplus(-y[:, None] * (z @ theta))
+    mc = kappa * (torch.logsumexp(ell / kappa, -1) - math.log(z.shape[1]))
+    # relative MC error of the mean of exp(l / kappa) is sd / mean / sqrt(n); propagate through kappa ln
+    e = torch.exp(ell / kappa - (ell / kappa).amax(-1, keepdim=True))
+    se = kappa * (e.std(-1) / e.mean(-1)) / math.sqrt(z.shape[1])
+    assert abs(float(mc.mean()) - fine) < 4 * float(se.norm() / 4) + 1e-12

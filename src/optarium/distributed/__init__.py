@@ -17,6 +17,10 @@ Modules, one job each:
   federated solver starts there;
 - :mod:`~optarium.distributed.dual_accelerated_local_sgd` (the method), :mod:`~optarium.distributed.baselines`
   (FedAvg, SCAFFOLD), :mod:`~optarium.distributed.lion` (distributed Lion);
+- :mod:`~optarium.distributed.ls2mc_gda` (LS²MC-GDA, federated multi-level compositional minimax, with
+  local SGDA, Local-SCGDAM and CODASCA) on the problems of :mod:`~optarium.distributed.compositional`;
+- :mod:`~optarium.distributed.decentralized_affine` (APAPC + Chebyshev for decentralized mixed affine
+  constraints, with plain APAPC, a primal-dual baseline and EXTRA; its own SPMD entry ``spmd_solve``);
 - :mod:`~optarium.distributed.spmd`: :func:`spmd_run` / :func:`spmd_batch`, the entry points for
   :func:`launch`; each rank returns the solver's :class:`~optarium._core.Result`.
 """
@@ -29,6 +33,19 @@ from optarium.distributed.comm import (
     block_range,
     pack_signs,
     unpack_signs,
+)
+from optarium.distributed.compositional import (
+    CompositionalMinimaxProblem,
+    TanhCompositional,
+    make_tanh_compositional,
+    nonnegative,
+)
+from optarium.distributed.decentralized_affine import (
+    InfeasibleProblemError,
+    MixedAffineProblem,
+    chebyshev_apply,
+    make_mixed_affine,
+    solve_mixed_affine,
 )
 from optarium.distributed.dual_accelerated_local_sgd import (
     DualParameters,
@@ -45,6 +62,7 @@ from optarium.distributed.federated import (
 )
 from optarium.distributed.launch import launch
 from optarium.distributed.lion import DistributedLion, per_client_grads, unbiased_sign
+from optarium.distributed.ls2mc_gda import LS2MCGDA, codasca, local_scgdam, local_sgda, ls2mc_gda
 from optarium.distributed.spmd import spmd_batch, spmd_run
 from optarium.distributed.topology import (
     TOPOLOGIES,
@@ -57,31 +75,45 @@ from optarium.distributed.topology import (
 )
 
 __all__ = [
+    "LS2MCGDA",
     "TOPOLOGIES",
     "CommStats",
     "Communicator",
+    "CompositionalMinimaxProblem",
     "DistributedError",
     "DistributedLion",
     "DualParameters",
     "FederatedProblem",
     "HeterogeneousRidge",
+    "InfeasibleProblemError",
+    "MixedAffineProblem",
+    "TanhCompositional",
     "adjacency",
     "block_range",
+    "chebyshev_apply",
     "check_mixing_matrix",
     "client_index",
+    "codasca",
     "dual_accelerated_local_sgd",
     "dual_parameters",
     "fedavg",
     "is_connected",
     "launch",
+    "local_scgdam",
+    "local_sgda",
+    "ls2mc_gda",
     "make_heterogeneous_ridge",
+    "make_mixed_affine",
+    "make_tanh_compositional",
     "metropolis_weights",
     "mixing_matrix",
+    "nonnegative",
     "pack_signs",
     "per_client_grads",
     "ridge_case",
     "round_spectral_radius",
     "scaffold",
+    "solve_mixed_affine",
     "spectral_gap",
     "spmd_batch",
     "spmd_run",

@@ -420,10 +420,11 @@ class Communicator:
             for idx, buf in recv:
                 full[idx] = buf
             mixed = rows @ full
-        off = W.clone()
-        off.fill_diagonal_(0)
-        out_deg = (off != 0).sum(0)[self.local_clients.start : self.local_clients.stop]
-        in_deg = (off != 0).sum(1)[self.local_clients.start : self.local_clients.stop]
+        # neighbours without self-loops, from one nonzero mask (no copy of W per round)
+        nz = W != 0
+        self_loop = nz.diagonal().to(torch.int64)
+        out_deg = (nz.sum(0) - self_loop)[self.local_clients.start : self.local_clients.stop]
+        in_deg = (nz.sum(1) - self_loop)[self.local_clients.start : self.local_clients.stop]
         bits = self._payload_bits(x[0], bits_per_element)
         self.stats.record(
             "gossip",

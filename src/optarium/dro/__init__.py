@@ -19,8 +19,12 @@ Start here when a loss must hold up under a shift of the data distribution:
 * Safe KL (:mod:`optarium.dro.safe_kl`): the overflow-safe, unbiased stochastic LogSumExp surrogate:
   :func:`safe_logsumexp_surrogate`, its exact full-batch value :func:`safe_logsumexp`, the conjugate pair
   :func:`safe_kl_conjugate` / :func:`safe_kl_generator`, the KL-DRO criterion :class:`SafeKLDROLoss`
-  (penalised, constrained, Sinkhorn) and :func:`entropic_ot_dual_sgd`, stochastic entropic-OT dual ascent
-  (a ``Result``);
+  (penalised, constrained, Sinkhorn), :func:`entropic_ot_dual_sgd`, stochastic entropic-OT dual ascent
+  (a ``Result``), and the MLMC LogSumExp baseline :func:`mlmc_logsumexp`;
+* GFS-DRO (:mod:`optarium.dro.gradient_flow`): gradient-flow samplers of the Sinkhorn-DRO worst case
+  (Langevin/WGF, Wasserstein-Fisher-Rao, SVGD, and the WRM and dual-method reductions):
+  :class:`SinkhornDROSampler` (with ``robust_loss`` for any torch training loop), :func:`gradient_flow_dro`
+  (the outer loop, a ``Result``), :func:`svgd_direction`, :func:`fisher_rao_step`;
 * missing-covariate DRO (:mod:`optarium.dro.missing_covariates`): robust contextual decisions from
   partially observed discrete covariates, by LPs over observation-consistent laws with a missingness
   mechanism: :class:`MissingCovariateDRO` (per-context decisions with certificates, the joint policy as a
@@ -32,6 +36,12 @@ and raises ``ValueError`` / ``TypeError`` naming the bad argument; cvxpy is the 
 """
 
 from optarium.dro.ambiguity import KL, AmbiguitySet, ChiSquare, CVaR, TotalVariation, Wasserstein
+from optarium.dro.gradient_flow import (
+    SinkhornDROSampler,
+    fisher_rao_step,
+    gradient_flow_dro,
+    svgd_direction,
+)
 from optarium.dro.minimize import minimize_worst_case
 from optarium.dro.missing_covariates import (
     MissingCovariateDRO,
@@ -51,6 +61,7 @@ from optarium.dro.nested import (
 from optarium.dro.safe_kl import (
     SafeKLDROLoss,
     entropic_ot_dual_sgd,
+    mlmc_logsumexp,
     safe_kl_conjugate,
     safe_kl_generator,
     safe_logsumexp,
@@ -74,14 +85,18 @@ __all__ = [
     "PiecewiseLinearCost",
     "RobustDecision",
     "SafeKLDROLoss",
+    "SinkhornDROSampler",
     "TotalVariation",
     "Wasserstein",
     "WorstCase",
     "block_radii",
     "check_weights",
     "entropic_ot_dual_sgd",
+    "fisher_rao_step",
+    "gradient_flow_dro",
     "linear_wasserstein_penalty",
     "minimize_worst_case",
+    "mlmc_logsumexp",
     "nested_dro_fit",
     "nested_linear_value",
     "newsvendor_cost",
@@ -91,6 +106,7 @@ __all__ = [
     "safe_kl_generator",
     "safe_logsumexp",
     "safe_logsumexp_surrogate",
+    "svgd_direction",
     "wasserstein_fixed_point",
     "wasserstein_worst_case",
     "worst_case",

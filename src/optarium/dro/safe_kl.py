@@ -51,6 +51,14 @@ What this module gives:
   KL-regularised one since :math:`D_\rho \ge \mathrm{KL}`),
   with finite-vector or MLP potentials, returning a :class:`~optarium._core.Result`.
 
+- :func:`mlmc_logsumexp` (with :func:`mlmc_draw_levels`, :func:`mlmc_level_probabilities`,
+  :func:`mlmc_sample_sizes`, :func:`mlmc_expected_cost`): the baseline the paper's setting names, the
+  randomised multilevel Monte Carlo estimate of LogSumExp (Blanchet & Glynn 2015, in the form of Levy,
+  Carmon, Duchi and Sidford 2020), unbiased for the minibatch LogSumExp of :math:`n_0 2^{J_{\max}}` samples
+  at the expected cost :math:`n_0(1 + J_{\max})`; its autograd gradient is the MLMC gradient estimator.
+  Reconstructed from the two papers' descriptions (level law :math:`P(J = j) = 2^{-j}`, the remainder on
+  "no correction", antithetic halves); no code of theirs was used.
+
 The exact full-batch KL-DRO worst case (the ground truth of (B)) is :func:`optarium.dro.worst_case` with
 :class:`optarium.dro.KL`; the penalised exact value is :math:`\lambda\,\mathrm{logmeanexp}(\ell/\lambda)`.
 """
@@ -74,6 +82,11 @@ __all__ = [
     "SafeKLDROLoss",
     "entropic_dual_value",
     "entropic_ot_dual_sgd",
+    "mlmc_draw_levels",
+    "mlmc_expected_cost",
+    "mlmc_level_probabilities",
+    "mlmc_logsumexp",
+    "mlmc_sample_sizes",
     "safe_kl_conjugate",
     "safe_kl_constant",
     "safe_kl_generator",
@@ -374,6 +387,112 @@ class SafeKLDROLoss(nn.Module):
         idx = index[fresh]
         self.t[idx] = lme[fresh].to(self.t)
         self._initialised[idx] = True
+
+
+# ------------------------------------------------------------------------------ MLMC LogSumExp estimator
+def mlmc_level_probabilities(max_level: int) -> Tensor:
+    r"""The law of the randomised level :math:`J` of :func:`mlmc_logsumexp`, as a float64 vector over
+    :math:`0, \dots, J_{\max}`: :math:`P(J = j) = 2^{-j}` for :math:`1 \le j \le J_{\max}` and the rest,
+    :math:`2^{-J_{\max}}`, on :math:`J = 0` (no correction)."""
+    max_level = check_int("max_level", max_level, minimum=0, maximum=30)
+    p = torch.tensor([2.0**-j for j in range(max_level + 1)], dtype=torch.float64)
+    p[0] = 2.0**-max_level
+    return p
+
+
+def mlmc_draw_levels(
+    shape: tuple[int, ...] | int, max_level: int, *, generator: torch.Generator | None = None
+) -> Tensor:
+    """Independent levels :math:`J` with the law of :func:`mlmc_level_probabilities` (int64, on the CPU)."""
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if any(not isinstance(k, int) or k < 0 for k in shape):
+        raise ValueError(f"shape: must be non-negative ints, got {shape!r}")
+    p = mlmc_level_probabilities(max_level)
+    n = math.prod(shape)
+    if n == 0:
+        return torch.zeros(shape, dtype=torch.int64)
+    return torch.multinomial(p, n, replacement=True, generator=generator).reshape(shape)
+
+
+def mlmc_expected_cost(base: int, max_level: int) -> float:
+    r"""Expected number of samples of one :func:`mlmc_logsumexp` draw: :math:`n_0(1 + J_{\max})`."""
+    base = check_int("base", base, minimum=1)
+    max_level = check_int("max_level", max_level, minimum=0, maximum=30)
+    return float(base * (1 + max_level))
+
+
+def mlmc_sample_sizes(levels: Tensor, base: int) -> Tensor:
+    """Samples one draw uses at each level: ``base`` plus ``base * 2**J`` for ``J >= 1`` (``base`` at 0)."""
+    base = check_int("base", base, minimum=1)
+    pool = base * torch.pow(2, levels.to(torch.int64))
+    return base + torch.where(levels > 0, pool, torch.zeros_like(pool))
+
+
+def _masked_lme(x: Tensor, mask: Tensor) -> Tensor:
+    count = mask.sum(-1).to(x.dtype)
+    return torch.logsumexp(x.masked_fill(~mask, -math.inf), -1) - torch.log(count)
+
+
+def mlmc_logsumexp(
+    phi: Tensor, levels: Tensor | int, *, base: int, max_level: int, lam: float = 1.0
+) -> Tensor:
+    r"""Randomised multilevel Monte Carlo estimate of :math:`\lambda\ln E e^{\varphi/\lambda}` (batched).
+
+    The Blanchet-Glynn (2015) estimator in the form Levy, Carmon, Duchi and Sidford (2020, "Large-scale
+    methods for distributionally robust optimization") use for DRO gradients: with
+    :math:`L_m(S) = \lambda\ln\frac1m\sum_{k\in S}e^{\varphi_k/\lambda}` the biased minibatch LogSumExp of
+    :math:`m` i.i.d. samples,
+
+    .. math:: \hat L = L_{n_0}(S_0) + \frac{\mathbf 1[J \ge 1]}{p_J}\Big(L_{2^J n_0}(S) - \tfrac12
+       L_{2^{J-1} n_0}(S_{1}) - \tfrac12 L_{2^{J-1} n_0}(S_{2})\Big),\qquad p_J = 2^{-J},
+
+    :math:`S_1, S_2` the two halves of :math:`S`, :math:`S_0` an independent base sample and :math:`J` drawn
+    by :func:`mlmc_draw_levels`. By telescoping, :math:`E\hat L = E L_{n_0 2^{J_{\max}}}`: the bias of a
+    minibatch of :math:`n_0 2^{J_{\max}}` samples at the expected cost :math:`n_0(1 + J_{\max})`
+    (:func:`mlmc_expected_cost`); :math:`\nabla\hat L` (autograd through this function) is the MLMC
+    gradient estimator, unbiased for :math:`\nabla E L_{n_0 2^{J_{\max}}}`. The antithetic difference keeps
+    its variance bounded for smooth :math:`L`; it still grows with the spread of :math:`\varphi/\lambda`
+    (the failure mode at small :math:`\lambda`).
+
+    Args:
+        phi: samples, shape ``(..., base + P)``: the first ``base`` entries are :math:`S_0`, the next
+            ``base * 2**J`` (per leading index) are :math:`S`; later entries are ignored. ``P`` must be at
+            least ``base * 2**max(levels)`` when some level is positive (``P = 0`` is fine otherwise).
+        levels: :math:`J` per leading index (int tensor broadcastable to ``phi.shape[:-1]``, or an int), in
+            ``[0, max_level]``.
+        base: :math:`n_0 \ge 1`; max_level: :math:`J_{\max} \ge 0` (it fixes :math:`p_J` and the target).
+        lam: the temperature :math:`\lambda > 0`.
+
+    Returns:
+        The estimates, shape ``phi.shape[:-1]``, differentiable in ``phi``.
+    """
+    phi = _check_tensor("phi", phi)
+    base = check_int("base", base, minimum=1)
+    max_level = check_int("max_level", max_level, minimum=0, maximum=30)
+    lam = check_positive("lam", lam)
+    if phi.dim() == 0 or phi.shape[-1] < base:
+        raise ValueError(f"phi: needs a last dimension of at least base = {base}, got {tuple(phi.shape)}")
+    lv = torch.as_tensor(levels, device=phi.device)
+    if lv.is_floating_point() or lv.dtype == torch.bool:
+        raise TypeError(f"levels: must be integers, got {lv.dtype}")
+    lv = torch.broadcast_to(lv.to(torch.int64), phi.shape[:-1])
+    if lv.numel() and (int(lv.min()) < 0 or int(lv.max()) > max_level):
+        raise ValueError(f"levels: must lie in [0, max_level = {max_level}]")
+    x = phi / lam
+    est = _masked_lme(x[..., :base], torch.ones_like(x[..., :base], dtype=torch.bool))
+    pool = x[..., base:]
+    if lv.numel() == 0 or int(lv.max()) == 0:
+        return lam * est
+    need = base * 2 ** int(lv.max())
+    if pool.shape[-1] < need:
+        raise ValueError(f"phi: levels up to {int(lv.max())} need base + {need} samples per row")
+    size = base * torch.pow(2, lv.clamp_min(1))  # level 0 rows: a dummy level 1, multiplied by 0
+    k = torch.arange(pool.shape[-1], device=phi.device)
+    full = k < size.unsqueeze(-1)
+    first = k < (size // 2).unsqueeze(-1)
+    delta = _masked_lme(pool, full) - 0.5 * (_masked_lme(pool, first) + _masked_lme(pool, full & ~first))
+    weight = torch.where(lv > 0, torch.pow(2.0, lv.to(phi.dtype)), torch.zeros_like(lv, dtype=phi.dtype))
+    return lam * (est + weight * delta)
 
 
 # --------------------------------------------------------------------------------------- entropic OT dual

@@ -16,10 +16,30 @@ Names follow POT's ``ot.solve`` result for familiarity; POT is the reference in 
 dependency. Every function keeps the cost's dtype and device, and bad input raises ``ValueError`` /
 ``TypeError`` whose message starts with the argument's name. The soft operators' ``method="ot"``
 (:mod:`optarium.soft`) is built on these two solvers.
+
+Particle methods on Wasserstein space: :class:`MWGraD` and :class:`AcceleratedMWGraD`
+(:mod:`optarium.ot.a_mwgrad`): multi-target sampling by (accelerated) multiple Wasserstein gradient descent,
+min-norm (MGDA) weights over the targets' Wasserstein gradients estimated with kernels.
+
+Graph matching: :func:`structurally_robust_gw` (:mod:`optarium.ot.srgw`): Gromov-Wasserstein with dual
+edge masks (structurally robust GW, reconstructed from the paper's abstract) by mask-guided GW with a
+Frank-Wolfe, mirror (Bregman proximal) or entropic T-step; with masks off it reproduces POT's
+``gromov_wasserstein`` and ``entropic_gromov_wasserstein``.
 """
 
+from optarium.ot.a_mwgrad import AcceleratedMWGraD, MWGraD
 from optarium.ot.result import OTResult
 from optarium.ot.sinkhorn import GRADS, sinkhorn
 from optarium.ot.smooth import P_VALUES, smooth_ot
+from optarium.ot.srgw import structurally_robust_gw
 
-__all__ = ["GRADS", "P_VALUES", "OTResult", "sinkhorn", "smooth_ot"]
+__all__ = [
+    "GRADS",
+    "P_VALUES",
+    "AcceleratedMWGraD",
+    "MWGraD",
+    "OTResult",
+    "sinkhorn",
+    "smooth_ot",
+    "structurally_robust_gw",
+]

@@ -74,7 +74,8 @@ class OnlineCase:
 
 
 def online_cases() -> list[OnlineCase]:
-    """The cases of optarium's online learners (the reference: projected OGD on a ball and on a box)."""
+    """The cases of optarium's online learners (the reference: projected OGD on a ball and on a box; the
+    anytime-coco learners and baselines declared by :func:`optarium.online.anytime_coco.online_cases`)."""
     from optarium.online import Ball, Box, OnlineGradientDescent
 
     invalid = [({"lr": -1.0}, "lr"), ({"lr": "fast"}, "lr"), ({"domain": object()}, "domain")]
@@ -85,9 +86,12 @@ def online_cases() -> list[OnlineCase]:
     def ogd_box(x0: torch.Tensor, **kw: Any) -> OnlineLearner:
         return OnlineGradientDescent(x0, kw.pop("domain", Box(-1.0, 0.5)), **kw)
 
+    from optarium.online import anytime_coco
+
     return [
         OnlineCase("ogd-ball", ogd_ball, Ball(1.5), regret_constant=math.sqrt(2.0), invalid=invalid),
         OnlineCase("ogd-box", ogd_box, Box(-1.0, 0.5), regret_constant=math.sqrt(2.0), invalid=invalid),
+        *anytime_coco.online_cases(),
     ]
 
 
