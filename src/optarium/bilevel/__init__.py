@@ -21,6 +21,16 @@ ambiguity sets; the distributed bilevel methods of Distributed II build on the s
   :class:`OTDROProblem` (closed-form OT-DRO lower levels), :func:`learn_ambiguity_shape` (the trainable
   Mahalanobis cost), :func:`mahalanobis_wasserstein` (exact OT and its envelope gradient),
   :func:`ambiguity_objective`, :func:`calibrate_radius`.
+- Decentralized Hessian/Jacobian-free bilevel with a PL lower level
+  (:mod:`~optarium.bilevel.decentralized_pl`, decentralized-pl-bilevel; SPMD on :mod:`optarium.distributed`):
+  :func:`dhjf_bilevel` (D-HJFBiO), :func:`dpenalty_bilevel` (value-function penalty), :func:`dsoba_bilevel`
+  (D-SOBA baseline), the common :func:`decentralized_bilevel`, the synthetic instance :class:`PLSinBilevel` /
+  :func:`make_pl_sin_bilevel`.
+- Federated bilevel performative prediction (:mod:`~optarium.bilevel.fbi_performative`, fbi-performative;
+  SPMD on :mod:`optarium.distributed`): :func:`fbi_rrm`, :func:`fbi_sgd`, the baselines :func:`pooled_rrm`
+  and :func:`performative_fedavg`, :func:`stable_point`, :func:`stability_threshold`,
+  :func:`default_outer_schedule`, :class:`PerformativeProblem`; the problem is
+  :mod:`optarium.problems.strategic_regression`.
 """
 
 from optarium.bilevel.chebyshev import (
@@ -33,6 +43,24 @@ from optarium.bilevel.chebyshev import (
     simplex_grid,
     wc_penalty,
     wc_penalty_front,
+)
+from optarium.bilevel.decentralized_pl import (
+    PLSinBilevel,
+    decentralized_bilevel,
+    dhjf_bilevel,
+    dpenalty_bilevel,
+    dsoba_bilevel,
+    make_pl_sin_bilevel,
+)
+from optarium.bilevel.fbi_performative import (
+    PerformativeProblem,
+    default_outer_schedule,
+    fbi_rrm,
+    fbi_sgd,
+    performative_fedavg,
+    pooled_rrm,
+    stability_threshold,
+    stable_point,
 )
 from optarium.bilevel.hypergradients import (
     bilevel_solve,
@@ -68,30 +96,44 @@ __all__: list[str] = [
     "BilevelProblem",
     "ECMOProblem",
     "OTDROProblem",
+    "PLSinBilevel",
+    "PerformativeProblem",
     "RunningFisher",
     "WorkCounter",
     "ambiguity_objective",
     "bilevel_solve",
     "calibrate_radius",
     "conjugate_gradient",
+    "decentralized_bilevel",
+    "default_outer_schedule",
+    "dhjf_bilevel",
+    "dpenalty_bilevel",
+    "dsoba_bilevel",
     "empirical_fisher",
+    "fbi_rrm",
+    "fbi_sgd",
     "fisher_solve",
     "hypergradient",
     "inner_sgd",
     "kkt_residual",
     "learn_ambiguity_shape",
     "mahalanobis_wasserstein",
+    "make_pl_sin_bilevel",
     "mgda_penalty",
     "min_norm_weights",
     "natural_hypergradient",
     "neumann_series",
     "outer_loop",
+    "performative_fedavg",
+    "pooled_rrm",
     "project_simplex",
     "sample_batch",
     "scalarized_value",
     "simplex_grid",
     "soba",
     "soba_step",
+    "stability_threshold",
+    "stable_point",
     "stocbio_hypergradient",
     "unrolled_hypergradient",
     "wc_penalty",

@@ -12,6 +12,18 @@ Single-objective test problems (BoTorch's, plus the sphere and Goldstein-Price) 
 """
 
 from optarium.bo.acquisition import non_dominated_mask, non_dominated_ranks, pareto_select, ucb_select
+from optarium.bo.boba import (
+    UCB1,
+    BoBa,
+    BootstrapRidge,
+    EpsilonGreedy,
+    PartitionedLibrary,
+    PoolScreening,
+    SyntheticLibrary,
+    ThompsonGaussian,
+    UniformArms,
+    stratified_sample,
+)
 from optarium.bo.botorch_model import as_botorch_model, gaussian_model, strategy_model
 from optarium.bo.calibration import (
     CalibratedPredictive,
@@ -35,7 +47,17 @@ from optarium.bo.gp import fit_gp, hyperparameter_state, matern52_kernel, single
 from optarium.bo.metrics import expected_minimum_distance, hypervolume, pieces_hit, rediscovery_ratio
 from optarium.bo.minimize import make_strategy, minimize
 from optarium.bo.mo_problems import SYMPART, MOProblem, OmniTest, pool_pareto_set, sobol_pool
-from optarium.bo.optuna_sampler import asktell_sampler, turbo_enn_sampler
+from optarium.bo.optuna_sampler import asktell_sampler, pom_sampler, turbo_enn_sampler
+from optarium.bo.pfn import (
+    AlphaPFNAcquisition,
+    AlphaPFNHead,
+    BarDistribution,
+    GPRFFPrior,
+    PFNBayesOpt,
+    PFNRegressor,
+    train_alpha_pfn,
+    train_pfn,
+)
 from optarium.bo.pom import (
     POM,
     QLogEHVI,
@@ -58,22 +80,37 @@ __all__ = [
     "ENN",
     "POM",
     "SYMPART",
+    "UCB1",
+    "AlphaPFNAcquisition",
+    "AlphaPFNHead",
+    "BarDistribution",
+    "BoBa",
+    "BootstrapRidge",
     "CalibratedPredictive",
     "CalibrationFit",
     "ENNParams",
     "ENNPosterior",
+    "EpsilonGreedy",
+    "GPRFFPrior",
     "MOProblem",
     "OmniTest",
+    "PFNBayesOpt",
+    "PFNRegressor",
+    "PartitionedLibrary",
+    "PoolScreening",
     "Problem",
     "QLogEHVI",
     "RandomSearch",
+    "SyntheticLibrary",
     "TailCalibratedGP",
     "TcGPEI",
+    "ThompsonGaussian",
     "TrustRegion",
     "TurboENN",
     "TurboGP",
     "TurboStrategy",
     "TurboZero",
+    "UniformArms",
     "as_botorch_model",
     "asktell_sampler",
     "brier_score",
@@ -109,6 +146,7 @@ __all__ = [
     "pieces_hit",
     "pom_greedy_batch",
     "pom_log_value",
+    "pom_sampler",
     "pool_pareto_set",
     "raasp_candidates",
     "rediscovery_ratio",
@@ -119,6 +157,9 @@ __all__ = [
     "sobol_gp_hyperparameters",
     "sobol_pool",
     "strategy_model",
+    "stratified_sample",
+    "train_alpha_pfn",
+    "train_pfn",
     "trust_region_bounds",
     "turbo_enn_sampler",
     "twcrps",

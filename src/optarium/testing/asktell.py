@@ -299,6 +299,7 @@ _BOUNDS = torch.tensor([[-1.0, -2.0, 0.0], [1.0, 3.0, 0.5]], dtype=torch.float64
 
 def strategy_cases() -> list[StrategyCase]:
     """Every registered ask/tell strategy, with budgets small enough for the default test suite."""
+    from optarium.bo.pfn import PFNBayesOpt, untrained_head
     from optarium.bo.pom import POM, QLogEHVI
     from optarium.bo.tcgp import TcGPEI
     from optarium.bo.turbo_enn import TurboENN, TurboGP, TurboZero
@@ -343,5 +344,12 @@ def strategy_cases() -> list[StrategyCase]:
         StrategyCase("TurboZero", TurboZero, _shifted_sphere, _BOUNDS, rounds=5, kwargs={"num_init": 4}),
         StrategyCase(
             "TurboGP", TurboGP, _shifted_sphere, _BOUNDS, rounds=4, kwargs={"num_init": 4, "gp_maxiter": 10}
+        ),
+        StrategyCase(
+            "PFNBayesOpt",
+            PFNBayesOpt,
+            _shifted_sphere,
+            _BOUNDS,
+            kwargs={"head": untrained_head(3), "n_init": 3, "n_candidates": 64},
         ),
     ]

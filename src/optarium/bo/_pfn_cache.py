@@ -1,0 +1,133 @@
+"""Train-once, cache-on-disk α-PFN networks (the fixed-lengthscale test networks and the full-scale ones).
+
+Networks are trained by :func:`optarium.bo.pfn.train_pfn` / :func:`~optarium.bo.pfn.train_alpha_pfn` from a
+recipe (:data:`RECIPES`) and cached under ``$OPTARIUM_CACHE_DIR`` or ``~/.cache/optarium`` (``alpha-pfn/``),
+keyed by the recipe, the torch version and a hash of the training code (the abstract syntax of the objects
+the training runs, docstrings stripped, so documentation edits keep the cache and code edits retrain). No
+network is ever downloaded; a missing or damaged cache file means training on the spot.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["RECIPES", "cache_path", "cached_head", "training_code_hash"]
+
+#: name -> prior and training settings. ``fixed-l0.2``: the 1-D fixed-hyperparameter test networks
+#: (lengthscale 0.2, variance 1, zero mean, noise sd 1e-3, raw targets) behind the unit tests and the quick.
+RECIPES: dict[str, dict[str, Any]] = {
+    "fixed-l0.2": {
+        "prior": {
+            "dims": [1],
+            "num_features": 256,
+            "lengthscale": 0.2,
+            "noise_sd": 1e-3,
+            "mean_sd": 0.0,
+            "outputscale": 1.0,
+        },
+        "stage1": {
+            "conditioning": ["none", "f_opt"],
+            "standardize": False,
+            "steps": 2000,
+            "num_buckets": 256,
+            "max_context": 16,
+            "n_query": 20,
+            "batch_size": 64,
+            "lr": 3e-4,
+        },
+        "stage2": {
+            "kind": "MES",
+            "steps": 1200,
+            "num_buckets": 64,
+            "max_context": 16,
+            "n_query": 20,
+            "batch_size": 64,
+            "lr": 3e-4,
+        },
+    },
+}
+
+_HEADS: dict[str, Any] = {}
+
+
+def training_code_hash() -> str:
+    """SHA-256 of the docstring-free syntax trees of the code the training executes."""
+    from optarium.bo import pfn
+
+    objs = [pfn.BarDistribution, pfn.RFFDraw, pfn.GPRFFPrior, pfn._optimum_grid, pfn._argmax_on, pfn._Block,
+            pfn.PFNTransformer, pfn.style_vector, pfn._standardize_ctx, pfn.PFNRegressor, pfn._cosine_lr,
+            pfn._sample_batch, pfn.train_pfn, pfn.AlphaPFNHead, pfn.information_gain_targets,
+            pfn.train_alpha_pfn]  # fmt: skip
+    digest = hashlib.sha256()
+    for obj in objs:
+        tree = ast.parse(inspect.getsource(obj).lstrip())
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if (
+                isinstance(body, list)
+                and body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
+                node.body = body[1:] or [ast.Pass()]
+        digest.update(ast.dump(tree).encode())
+    return digest.hexdigest()
+
+
+def cache_path(name: str, seed: int = 0) -> Path:
+    """Where the networks of recipe ``name`` and ``seed`` are cached."""
+    root = os.environ.get("OPTARIUM_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "optarium"
+    )
+    ident = json.dumps([RECIPES[name], seed, torch.__version__, training_code_hash()], sort_keys=True)
+    return Path(root) / "alpha-pfn" / f"{name}-{hashlib.sha256(ident.encode()).hexdigest()[:24]}.pt"
+
+
+def cached_head(name: str = "fixed-l0.2", seed: int = 0, *, verbose: bool = False) -> Any:
+    """The trained :class:`~optarium.bo.pfn.AlphaPFNHead` (with its stage-1 network) of recipe ``name``:
+    from the in-process cache, the disk cache, or trained now (one torch thread: minutes) and cached."""
+    from optarium.bo.pfn import AlphaPFNHead, GPRFFPrior, train_alpha_pfn, train_pfn
+
+    if name not in RECIPES:
+        raise ValueError(f"name: unknown recipe {name!r}; known: {sorted(RECIPES)}")
+    key = f"{name}/{seed}"
+    if key in _HEADS:
+        return _HEADS[key]
+    path = cache_path(name, seed)
+    if path.exists():
+        try:
+            _HEADS[key] = AlphaPFNHead.load(torch.load(path, map_location="cpu", weights_only=False))
+            return _HEADS[key]
+        except (OSError, RuntimeError, EOFError, KeyError):  # damaged: retrain and overwrite
+            pass
+    rec = RECIPES[name]
+    prior = GPRFFPrior.from_config(rec["prior"])
+
+    def log(stage: str) -> Any:
+        def cb(step: int, loss: float) -> None:
+            if verbose and step % 100 == 0:
+                print(f"{name} {stage} step {step} loss {loss:.4f}", flush=True)
+
+        return cb
+
+    with torch.random.fork_rng():
+        ppd = train_pfn(prior, seed=seed, callback=log("stage1"), **rec["stage1"])
+        head = train_alpha_pfn(ppd, prior, seed=seed, callback=log("stage2"), **rec["stage2"])
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        torch.save(head.save(), tmp)
+        os.replace(tmp, path)
+    except OSError:  # a read-only cache is no error
+        pass
+    _HEADS[key] = head
+    return head
