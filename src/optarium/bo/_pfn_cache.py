@@ -14,6 +14,7 @@ import hashlib
 import inspect
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -107,8 +108,10 @@ def cached_head(name: str = "fixed-l0.2", seed: int = 0, *, verbose: bool = Fals
         try:
             _HEADS[key] = AlphaPFNHead.load(torch.load(path, map_location="cpu", weights_only=False))
             return _HEADS[key]
-        except (OSError, RuntimeError, EOFError, KeyError):  # damaged: retrain and overwrite
-            pass
+        except (OSError, RuntimeError, EOFError, KeyError) as exc:  # damaged: retrain and overwrite
+            warnings.warn(
+                f"{path}: cached network unreadable ({exc!r}); retraining it", RuntimeWarning, stacklevel=2
+            )
     rec = RECIPES[name]
     prior = GPRFFPrior.from_config(rec["prior"])
 
@@ -127,7 +130,7 @@ def cached_head(name: str = "fixed-l0.2", seed: int = 0, *, verbose: bool = Fals
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         torch.save(head.save(), tmp)
         os.replace(tmp, path)
-    except OSError:  # a read-only cache is no error
-        pass
+    except OSError as exc:  # a read-only cache is no error, but say so: the next run trains again
+        warnings.warn(f"{path}: trained network not cached ({exc!r})", RuntimeWarning, stacklevel=2)
     _HEADS[key] = head
     return head
