@@ -844,7 +844,6 @@ def solver_cases() -> list[Any]:
             optimality_tol=1e-8,
             invalid=[*invalid, ({"inner_solver": "newton"}, "inner_solver")],
             dtypes=("float64",),
-            exempt={"determinism": "deterministic (exact inner solve, no sampling)"},
         ),
         SolverCase(
             name="fbi-sgd",
