@@ -124,8 +124,8 @@ class LocalExecutor(Executor):
         return f"local ({self.jobs} process{'es' if self.jobs > 1 else ''})"
 
 
-def _ray_unit(slug: str, scale: str, config: Mapping[str, Any], method: str, seed: int) -> Any:
-    """A unit inside a Ray worker (one torch thread, as in the local pool)."""
+def _remote_unit(slug: str, scale: str, config: Mapping[str, Any], method: str, seed: int) -> Any:
+    """A unit inside a Ray worker or a Slurm array task (one torch thread, as in the local pool)."""
     return _unit_fn()(slug, scale, config, method, seed, threads=1)
 
 
@@ -168,7 +168,7 @@ class RayExecutor(Executor):
             return
         ray, started = self._connect()
         try:
-            remote = ray.remote(num_cpus=1, max_retries=0)(_ray_unit)
+            remote = ray.remote(num_cpus=1, max_retries=0)(_remote_unit)
             refs = {remote.remote(slug, scale, dict(config), m, s): (m, s) for m, s in pending}
             todo = list(refs)
             try:
@@ -192,11 +192,6 @@ class RayExecutor(Executor):
 
     def describe(self) -> str:
         return f"ray ({self.address or f'local loopback instance, {self.jobs} CPUs'})"
-
-
-def _submitit_unit(slug: str, scale: str, config: Mapping[str, Any], method: str, seed: int) -> Any:
-    """A unit inside a Slurm array task (one torch thread)."""
-    return _unit_fn()(slug, scale, config, method, seed, threads=1)
 
 
 class SlurmExecutor(Executor):
@@ -239,7 +234,7 @@ class SlurmExecutor(Executor):
         methods = [m for m, _ in pending]
         seeds = [s for _, s in pending]
         n = len(pending)
-        jobs = executor.map_array(_submitit_unit, [slug] * n, [scale] * n, [dict(config)] * n, methods, seeds)
+        jobs = executor.map_array(_remote_unit, [slug] * n, [scale] * n, [dict(config)] * n, methods, seeds)
         which = {job.job_id: unit for job, unit in zip(jobs, pending, strict=True)}
         try:
             for job in submitit.helpers.as_completed(jobs):
