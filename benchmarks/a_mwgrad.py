@@ -17,32 +17,10 @@ Ratios are measured, never asserted.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from collections.abc import Callable
 
 import torch
-
-
-def _time(fn: Callable[[], object], number: int) -> float:
-    start = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - start) / number
-
-
-def _compare(label: str, cases: dict[str, Callable[[], object]], number: int, repeats: int) -> None:
-    times: dict[str, list[float]] = {k: [] for k in cases}
-    for fn in cases.values():
-        fn()  # warm up
-    for _ in range(repeats):
-        for k, fn in cases.items():
-            times[k].append(_time(fn, number))
-    med = {k: statistics.median(v) for k, v in times.items()}
-    base = next(iter(med.values()))
-    print(f"\n{label}")
-    for k, m in med.items():
-        print(f"  {k:<34} {m * 1e6:10.1f} us   ratio to first {m / base:6.2f}x")
+from _timing import compare
 
 
 def _targets(means: torch.Tensor) -> tuple[list, list]:
@@ -85,7 +63,7 @@ def main() -> None:
         for n in (100, 500, 2000):
             X0 = 3 * torch.randn(n, d, generator=g, dtype=torch.float64)
             number = max(3, 2000 // n)
-            _compare(f"one step, K = 3, n = {n}, d = {d}", _step_cases(lps, scs, X0), number, args.repeats)
+            compare(f"one step, K = 3, n = {n}, d = {d}", _step_cases(lps, scs, X0), number, args.repeats)
     import cvxpy as cp
 
     from optarium.bilevel import min_norm_weights
@@ -101,7 +79,7 @@ def main() -> None:
             prob.solve(solver=cp.CLARABEL)
             return w.value
 
-        _compare(
+        compare(
             f"min-norm weights, K = {K}, n = 500, d = 2",
             {
                 "exact (face enumeration)": lambda G=G: min_norm_weights(G),

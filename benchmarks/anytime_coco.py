@@ -20,32 +20,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
 import time
 from collections.abc import Callable
 
 import numpy as np
 import torch
-
-
-def _cpu(fn: Callable[[], object]) -> float:
-    t = time.process_time()
-    fn()
-    return time.process_time() - t
-
-
-def _compare(label: str, cases: dict[str, Callable[[], object]], per: int, repeats: int) -> None:
-    times: dict[str, list[float]] = {k: [] for k in cases}
-    for fn in cases.values():
-        fn()
-    for _ in range(repeats):
-        for k, fn in cases.items():
-            times[k].append(_cpu(fn) / per)
-    med = {k: statistics.median(v) for k, v in times.items()}
-    base = next(iter(med.values()))
-    print(f"\n{label}")
-    for k, m in med.items():
-        print(f"  {k:<44} {m * 1e6:10.2f} us   ratio to first {m / base:7.2f}x")
+from _timing import compare
 
 
 def _torch_anytime(F: torch.Tensor, Gm: torch.Tensor, off: torch.Tensor, beta: float) -> torch.Tensor:
@@ -172,22 +152,29 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     for d in (4, 81):
-        _compare(
-            f"per round, d = {d} (CPU time per round)", round_cases(d, args.rounds), args.rounds, args.repeats
+        compare(
+            f"per round, d = {d} (CPU time per round)",
+            round_cases(d, args.rounds),
+            1,
+            args.repeats,
+            per=args.rounds,
+            clock=time.process_time,
+            width=44,
         )
     for d in (4, 81, 1024):
         cases = projection_cases(d)
         n = 2000
         per = {k: (n if "batched" not in k else (n // 1024 + 1) * 1024) for k in cases}
-        times: dict[str, list[float]] = {k: [] for k in cases}
-        for _ in range(args.repeats):
-            for k, fn in cases.items():
-                times[k].append(_cpu(fn) / per[k])
-        med = {k: statistics.median(v) for k, v in times.items()}
-        base = next(iter(med.values()))
-        print(f"\nsimplex projection, d = {d} (CPU time per vector)")
-        for k, m in med.items():
-            print(f"  {k:<50} {m * 1e6:10.2f} us   ratio to first {m / base:7.2f}x")
+        compare(
+            f"simplex projection, d = {d} (CPU time per vector)",
+            cases,
+            1,
+            args.repeats,
+            warmup=0,
+            per=per,
+            clock=time.process_time,
+            width=50,
+        )
 
 
 if __name__ == "__main__":

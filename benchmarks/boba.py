@@ -18,25 +18,10 @@ from __future__ import annotations
 
 import argparse
 import copy
-import statistics
 import time
-from collections.abc import Callable
 
 import torch
-
-
-def _cpu(fn: Callable[[], object], repeats: int, setup: Callable[[], object] | None = None) -> float:
-    if setup is not None:
-        setup()
-    fn()  # warm up
-    out = []
-    for _ in range(repeats):
-        if setup is not None:
-            setup()
-        t0 = time.process_time()
-        fn()
-        out.append(time.process_time() - t0)
-    return statistics.median(out)
+from _timing import median_seconds
 
 
 def _warm(opt, oracle, n: int):
@@ -49,7 +34,9 @@ def _warm(opt, oracle, n: int):
 def _round(opt, repeats: int) -> float:
     """CPU time of one ``ask`` from the same state (restored untimed before each call)."""
     state = copy.deepcopy(opt.state_dict())
-    return _cpu(opt.ask, repeats, setup=lambda: opt.load_state_dict(copy.deepcopy(state)))
+    return median_seconds(
+        opt.ask, repeats, setup=lambda: opt.load_state_dict(copy.deepcopy(state)), clock=time.process_time
+    )
 
 
 def main() -> None:
@@ -114,7 +101,8 @@ def main() -> None:
         idx = torch.randint(0, 2000, (5, 2000), generator=torch.Generator().manual_seed(1)).numpy()
         return [Ridge(alpha=1.0).fit(Xn[i], yn[i]).predict(Pn) for i in idx]
 
-    to, ts = _cpu(ours, args.repeats), _cpu(sk, args.repeats)
+    to = median_seconds(ours, args.repeats, clock=time.process_time)
+    ts = median_seconds(sk, args.repeats, clock=time.process_time)
     print(f"  ours {to * 1e3:8.2f} ms  scikit-learn {ts * 1e3:8.2f} ms  sklearn / ours {ts / to:5.2f}x")
 
 

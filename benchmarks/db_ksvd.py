@@ -20,21 +20,15 @@ Measured, never asserted.
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 from collections.abc import Callable
 
 import torch
+from _timing import median_seconds
 
 
 def _cpu(fn: Callable[[], object], repeats: int) -> float:
-    fn()  # warm up
-    out = []
-    for _ in range(repeats):
-        t = time.process_time()
-        fn()
-        out.append(time.process_time() - t)
-    return statistics.median(out)
+    return median_seconds(fn, repeats, clock=time.process_time)
 
 
 def main() -> None:

@@ -19,33 +19,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
-import time
-from collections.abc import Callable
 
 import numpy as np
 import torch
-
-
-def _time(fn: Callable[[], object], number: int) -> float:
-    start = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - start) / number
-
-
-def _compare(label: str, cases: dict[str, Callable[[], object]], number: int, repeats: int) -> None:
-    times: dict[str, list[float]] = {k: [] for k in cases}
-    for fn in cases.values():
-        fn()  # warm up
-    for _ in range(repeats):
-        for k, fn in cases.items():
-            times[k].append(_time(fn, number))
-    med = {k: statistics.median(v) for k, v in times.items()}
-    base = next(iter(med.values()))
-    print(f"\n{label}")
-    for k, m in med.items():
-        print(f"  {k:<40} {m * 1e3:10.2f} ms   ratio to first {m / base:6.2f}x")
+from _timing import compare
 
 
 def main() -> None:
@@ -86,7 +63,7 @@ def main() -> None:
         for i in range(inst.xi.shape[0]):
             wgf.sample(None, inst.xi[i : i + 1], value_and_grad=lambda z: inst.value_and_grad(theta, z))
 
-    _compare(
+    compare(
         "WGF inner run, N=20, M=8, K=200 (float64)",
         {
             "ours, closed-form value_and_grad": ours_closed,
@@ -96,6 +73,7 @@ def main() -> None:
         },
         3,
         args.repeats,
+        unit="ms",
     )
 
     g = torch.Generator().manual_seed(2)
@@ -110,7 +88,7 @@ def main() -> None:
             svgd_direction(z[i : i + 1], sc[i : i + 1])
 
     svgd_cases = {"batched": batched, "loop over groups": per_group}
-    _compare("SVGD direction, 64 groups x 16 particles, d=2", svgd_cases, 20, args.repeats)
+    compare("SVGD direction, 64 groups x 16 particles, d=2", svgd_cases, 20, args.repeats, unit="ms")
 
     cases = {}
     for method in ("wgf", "wfr", "svgd", "wrm", "dual"):
@@ -121,7 +99,7 @@ def main() -> None:
             s.sample(None, inst.xi, value_and_grad=lambda z: inst.value_and_grad(theta, z))
 
         cases[method] = run
-    _compare("samplers against each other (one inner run each)", cases, 3, args.repeats)
+    compare("samplers against each other (one inner run each)", cases, 3, args.repeats, unit="ms")
 
 
 if __name__ == "__main__":

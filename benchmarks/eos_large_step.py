@@ -30,11 +30,10 @@ at about 5 ms instead of 14-19 ms each on the quick's problem, so about 0.2x).
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from collections.abc import Callable
 
 import torch
+from _timing import medians
 
 
 def _problem(n: int) -> tuple[torch.nn.Module, torch.Tensor, torch.Tensor]:
@@ -49,17 +48,6 @@ def _problem(n: int) -> tuple[torch.nn.Module, torch.Tensor, torch.Tensor]:
 
 def _loss(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return 0.5 * ((model(x) - y) ** 2).sum(1).mean()
-
-
-def _time(fns: dict[str, Callable[[], None]], repeats: int, steps: int) -> dict[str, float]:
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            for _ in range(steps):
-                fn()
-            times[name].append((time.perf_counter() - t0) / steps)
-    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def main() -> None:
@@ -125,7 +113,7 @@ def main() -> None:
         "adgd_step": lambda: opts["adgd"].step(closures["adgd"]),
         "sgd_step": lambda: opts["sgd"].step(closures["sgd"]),
     }
-    med = _time(fns, args.repeats, args.steps)
+    med = medians(fns, args.repeats, number=args.steps, warmup=0)
     print(f"== steps (median per step over {args.repeats} blocks of {args.steps}; n = {args.n})")
     for k, v in med.items():
         print(f"{k:>22}: {v * 1e3:9.3f} ms")
@@ -141,20 +129,22 @@ def main() -> None:
     tracker = SharpnessTracker(model, mse, (x, y), tol=1e-4)
     tracker()  # the warm start and the imports
     sharpness(model, mse, (x, y), tol=1e-4, products="forward")
-    s_med = _time(
+    s_med = medians(
         {
             "tracker_warm": lambda: tracker(),
             "cold_reverse": lambda: sharpness(model, mse, (x, y), tol=1e-4, products="reverse"),
             "cold_forward": lambda: sharpness(model, mse, (x, y), tol=1e-4, products="forward"),
         },
         args.repeats,
-        max(1, args.steps // 5),
+        number=max(1, args.steps // 5),
+        warmup=0,
     )
     print("== sharpness (Lanczos, tol 1e-4)")
     for k, v in s_med.items():
         print(f"{k:>22}: {v * 1e3:9.3f} ms")
     print(f"{'tracker_warm / cold_forward':>40}: {s_med['tracker_warm'] / s_med['cold_forward']:.3f}x")
     print(f"{'cold_reverse / cold_forward':>40}: {s_med['cold_reverse'] / s_med['cold_forward']:.3f}x")
+
 
 if __name__ == "__main__":
     main()

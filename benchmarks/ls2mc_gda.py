@@ -18,32 +18,10 @@ Ratios are measured, never asserted.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from collections.abc import Callable
 
 import torch
-
-
-def _time(fn: Callable[[], object], number: int) -> float:
-    start = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - start) / number
-
-
-def _compare(label: str, cases: dict[str, Callable[[], object]], number: int, repeats: int) -> None:
-    times: dict[str, list[float]] = {k: [] for k in cases}
-    for fn in cases.values():
-        fn()
-    for _ in range(repeats):
-        for k, fn in cases.items():
-            times[k].append(_time(fn, number))
-    med = {k: statistics.median(v) for k, v in times.items()}
-    base = next(iter(med.values()))
-    print(f"\n{label}")
-    for k, m in med.items():
-        print(f"  {k:<40} {m * 1e6:10.1f} us   ratio to first {m / base:6.2f}x")
+from _timing import compare
 
 
 class _AutoLevel:
@@ -133,7 +111,7 @@ def main() -> None:
         )
         loop_step = _make_loop(p, n, eta)
 
-        _compare(
+        compare(
             f"one local iteration of all N={n} clients (K=2, d_x=20)",
             {
                 "LS2MCGDA.step (closed-form VJPs)": fast.step,

@@ -18,11 +18,10 @@ Measured, never asserted.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from collections.abc import Callable
 
 import torch
+from _timing import medians
 
 
 def _fit_bench() -> dict[str, Callable[[], object]]:
@@ -77,19 +76,6 @@ def _step_bench() -> dict[str, Callable[[], object]]:
     return out
 
 
-def _time(fns: dict[str, Callable[[], object]], repeats: int, calls: int) -> dict[str, float]:
-    for f in fns.values():
-        f()  # warm-up
-    samples: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeats):
-        for k, f in fns.items():
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                f()
-            samples[k].append((time.perf_counter() - t0) / calls)
-    return {k: statistics.median(v) for k, v in samples.items()}
-
-
 def main() -> None:
     """Time (a) the fits and (b) the training steps; print medians and ratios."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -97,11 +83,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    fits = _time(_fit_bench(), args.repeats, 3)
+    fits = medians(_fit_bench(), args.repeats, number=3)
     print("(a) one fit, median seconds:")
     for k, v in fits.items():
         print(f"  {k:16s} {v * 1e3:9.2f} ms   nested_chi2 / {k}: {fits['nested_chi2'] / v:6.2f}x")
-    steps = _time(_step_bench(), args.repeats, 20)
+    steps = medians(_step_bench(), args.repeats, number=20)
     print("(b) one MLP training step, median seconds:")
     for k, v in steps.items():
         print(f"  {k:16s} {v * 1e3:9.3f} ms   nested / {k}: {steps['nested'] / v:6.2f}x")

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
-import time
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
+from _timing import medians
 
 from optarium.optim.robust_satisficing import (
     GroupDROLoss,
@@ -117,20 +116,6 @@ def _kernel_bench(batch: int) -> dict[str, Callable[[], None]]:
     }
 
 
-def _time(fns: dict[str, Callable[[], None]], repeats: int, steps: int) -> dict[str, float]:
-    for f in fns.values():
-        for _ in range(5):
-            f()
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeats):
-        for k, f in fns.items():
-            t = time.perf_counter()
-            for _ in range(steps):
-                f()
-            times[k].append((time.perf_counter() - t) / steps)
-    return {k: statistics.median(v) for k, v in times.items()}
-
-
 def main() -> None:
     """Time the step and kernel benchmarks and print medians and ratios."""
     p = argparse.ArgumentParser(description=__doc__)
@@ -140,11 +125,11 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
-    step = _time(_step_bench(a.batch), a.repeats, a.steps)
+    step = medians(_step_bench(a.batch), a.repeats, number=a.steps, warmup=5)
     print(f"(a) training step, batch {a.batch} (median us/step, ratio to ERM)")
     for k, v in step.items():
         print(f"  {k:10s} {1e6 * v:8.1f}  {v / step['erm']:.2f}x")
-    ker = _time(_kernel_bench(a.batch), a.repeats, a.steps)
+    ker = medians(_kernel_bench(a.batch), a.repeats, number=a.steps, warmup=5)
     print(f"(b) loss kernels, forward + backward, batch {a.batch} (median us)")
     for k, v in ker.items():
         print(f"  {k:14s} {1e6 * v:8.1f}")

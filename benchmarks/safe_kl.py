@@ -23,32 +23,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
-import time
-from collections.abc import Callable
 
 import torch
-
-
-def _time(fn: Callable[[], object], number: int) -> float:
-    start = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - start) / number
-
-
-def _compare(label: str, cases: dict[str, Callable[[], object]], number: int, repeats: int) -> None:
-    times: dict[str, list[float]] = {k: [] for k in cases}
-    for fn in cases.values():
-        fn()  # warm up
-    for _ in range(repeats):
-        for k, fn in cases.items():
-            times[k].append(_time(fn, number))
-    med = {k: statistics.median(v) for k, v in times.items()}
-    base = next(iter(med.values()))
-    print(f"\n{label}")
-    for k, m in med.items():
-        print(f"  {k:<34} {m * 1e6:10.1f} us   ratio to first {m / base:6.2f}x")
+from _timing import compare
 
 
 def main() -> None:
@@ -79,7 +56,7 @@ def main() -> None:
         def lse(phi: torch.Tensor = phi, b: int = b) -> None:
             (torch.logsumexp(phi, 0) - math.log(b)).backward()
 
-        _compare(
+        compare(
             f"surrogate forward+backward, batch {b}",
             {"safe_kl": safe, "exp dual": expd, "minibatch logsumexp": lse},
             200,
@@ -98,7 +75,7 @@ def main() -> None:
         ell = torch.nn.functional.softplus(-y * (X @ theta))
         (0.1 * (torch.logsumexp(ell / 0.1, 0) - math.log(16))).backward()
 
-    _compare(
+    compare(
         "KL-DRO criterion forward+backward (batch 16, d 20)",
         {"SafeKLDROLoss": dro_safe, "minibatch LSE": dro_lse},
         200,
@@ -121,7 +98,7 @@ def main() -> None:
     def lse64() -> None:
         (0.1 * (torch.logsumexp(phi16 / 0.1, -1) - math.log(16))).sum().backward()
 
-    _compare(
+    compare(
         "64 LogSumExp estimates forward+backward (16 samples each; MLMC padded to 258)",
         {"safe_kl surrogate": safe64, "minibatch logsumexp": lse64, "mlmc_logsumexp": mlmc},
         200,
@@ -144,7 +121,7 @@ def main() -> None:
     def pots() -> None:
         pot.stochastic.solve_dual_entropic(a, a, Cn, 0.1, 64, numItermax=300, lr=1.0)
 
-    _compare(
+    compare(
         "entropic OT dual SGD, 300 steps (N = 1000, 64 x 64 pairs)",
         {"entropic_ot_dual_sgd": ours, "POT solve_dual_entropic": pots},
         1,
