@@ -112,3 +112,22 @@ def test_invalid_matrices_raise() -> None:
         check_mixing_matrix(torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=torch.float64))  # periodic
     with pytest.raises(TypeError, match=r"^W:"):
         check_mixing_matrix(torch.eye(3, dtype=torch.int64))
+
+
+def test_float32_matrices_pass_within_their_rounding() -> None:
+    for name in ("ring", "torus", "complete"):
+        W32 = mixing_matrix(name, 16).to(torch.float32)
+        assert check_mixing_matrix(W32) is W32
+    W = mixing_matrix("ring", 16)
+    off = W.clone()
+    off[0, 0] += 1e-6  # far above float64 rounding: still rejected in float64
+    off[1, 1] -= 1e-6
+    with pytest.raises(ValueError, match=r"^W: not doubly stochastic"):
+        check_mixing_matrix(off)
+    bad32 = W.to(torch.float32)
+    bad32[0, 0] += 1e-3
+    bad32[1, 1] -= 1e-3
+    with pytest.raises(ValueError, match=r"^W: not doubly stochastic"):
+        check_mixing_matrix(bad32)
+    with pytest.raises(ValueError, match=r"^atol:"):
+        check_mixing_matrix(W, atol=-1.0)

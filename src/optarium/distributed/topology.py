@@ -151,12 +151,14 @@ def mixing_matrix(
     return check_mixing_matrix(W, n)
 
 
-def check_mixing_matrix(W: torch.Tensor, n: int | None = None, *, atol: float = 1e-8) -> torch.Tensor:
+def check_mixing_matrix(W: torch.Tensor, n: int | None = None, *, atol: float | None = None) -> torch.Tensor:
     """Return ``W`` if it is a valid gossip matrix, else raise ``ValueError`` naming the problem.
 
     Checks: a square 2-D floating tensor (of size ``n`` if given), finite, nonnegative, symmetric, rows and
     columns summing to 1 (within ``atol``), and a connected graph with :math:`\\rho < 1` (so gossip
-    converges to the average).
+    converges to the average). The default ``atol`` follows the dtype: :math:`\\max(10^{-8}, 8 n
+    \\varepsilon)` with :math:`\\varepsilon` the machine epsilon, so a float32 matrix that sums to one up
+    to rounding passes while a float64 one is held to ``1e-8`` as before.
     """
     if not isinstance(W, torch.Tensor):
         raise TypeError(f"W: must be a tensor, got {type(W).__name__}")
@@ -166,6 +168,10 @@ def check_mixing_matrix(W: torch.Tensor, n: int | None = None, *, atol: float = 
         raise ValueError(f"W: wrong size, expected ({n}, {n}) for {n} clients, got {tuple(W.shape)}")
     if not W.is_floating_point():
         raise TypeError(f"W: must be floating point, got {W.dtype}")
+    if atol is None:
+        atol = max(1e-8, 8 * W.shape[0] * torch.finfo(W.dtype).eps)
+    elif not isinstance(atol, (int, float)) or isinstance(atol, bool) or not atol >= 0:
+        raise ValueError(f"atol: must be a nonnegative number, got {atol!r}")
     if not bool(torch.isfinite(W).all()):
         raise ValueError("W: has non-finite entries")
     if bool((W < -atol).any()):
