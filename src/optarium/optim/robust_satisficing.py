@@ -480,57 +480,33 @@ def cvar_loss(losses: Tensor, alpha: float) -> Tensor:
 
     Exact for the empirical distribution: :math:`\sup_{q \le 1/(\alpha B)} \sum q_i \ell_i`, i.e. weight
     :math:`1/(\alpha B)` on the largest :math:`\lfloor\alpha B\rfloor` losses and the remainder on the next.
+    Computed by :func:`optarium.dro.worst_case` with a :class:`~optarium.dro.CVaR` set (autograd gives the
+    worst-case weights).
     """
+    from optarium.dro import CVaR, worst_case
+
     losses = _check_losses(losses)
     alpha = check_probability("alpha", alpha)
     if alpha == 0.0:
         raise ValueError("alpha: must be > 0")
-    b = losses.numel()
-    mass = alpha * b
-    m = min(b, math.ceil(mass - 1e-12))
-    top = torch.topk(losses, m).values
-    w = torch.ones(m, dtype=losses.dtype, device=losses.device)
-    w[-1] = mass - (m - 1)
-    return (w * top).sum() / mass
+    return worst_case(losses, CVaR(alpha)).value
 
 
 def chi2_dro_loss(losses: Tensor, rho: float) -> Tensor:
     r"""The chi^2-DRO loss: the worst case of :math:`\sum_i q_i\ell_i` over the chi^2 ball around uniform.
 
-    The ball: :math:`q \in \Delta,\ \tfrac{1}{2B}\sum_i (Bq_i - 1)^2 \le \rho`. Through its dual
+    The ball: :math:`q \in \Delta,\ \tfrac{1}{2B}\sum_i (Bq_i - 1)^2 \le \rho`, whose dual is
     :math:`\inf_\eta\, \eta + c\sqrt{\mathrm{mean}((\ell-\eta)_+^2)}`, :math:`c = \sqrt{1+2\rho}`
-    (Duchi & Namkoong 2021), solved exactly: with the m largest losses active (mean :math:`\mu_m`, variance
-    :math:`v_m`, ddof 0) the stationary point is :math:`\eta_m = \mu_m - \sqrt{B v_m / (c^2 m - B)}`; the
-    optimum is the candidate with the smallest dual value (all m at once, detached, float64). The value is
-    evaluated at that :math:`\eta` so autograd gives the worst-case weights (envelope theorem). For small
-    :math:`\rho` (no weight hits zero) it equals mean + :math:`\sqrt{2\rho}\,\mathrm{std}`.
+    (Duchi & Namkoong 2021). Solved exactly by :func:`optarium.dro.worst_case` with a
+    :class:`~optarium.dro.ChiSquare` set of radius ``rho``; autograd gives the worst-case weights (the
+    envelope theorem). Small :math:`\rho` (no weight hits zero) gives mean +
+    :math:`\sqrt{2\rho}\,\mathrm{std}`.
     """
+    from optarium.dro import ChiSquare, worst_case
+
     losses = _check_losses(losses)
     rho = check_positive("rho", rho)
-    c2 = 1.0 + 2.0 * rho
-    x = losses.detach().to(torch.float64)
-    b = x.numel()
-    srt = torch.sort(x, descending=True).values
-    m = torch.arange(1, b + 1, dtype=torch.float64, device=x.device)
-    mu = torch.cumsum(srt, 0) / m
-    var = (torch.cumsum(srt * srt, 0) / m - mu * mu).clamp_min(0.0)
-    a = c2 * m - b
-    ok = a > 0
-    eta = torch.where(ok, mu - torch.sqrt(b * var / torch.where(ok, a, 1.0)), srt[0])
-    best = x.new_tensor(math.inf)
-    eta_star = srt[0]
-    for start in range(0, b, 512):  # the dual at every candidate, in chunks of 512 candidates
-        e = eta[start : start + 512]
-        r = (x[None, :] - e[:, None]).clamp_min(0.0)
-        g = e + math.sqrt(c2) * torch.sqrt((r * r).mean(1))
-        i = int(torch.argmin(g))
-        if g[i] < best:
-            best, eta_star = g[i], e[i]
-    eta_v = float(eta_star)
-    r = (losses - eta_v).clamp_min(0.0)
-    if not float((r.detach() * r.detach()).sum()) > 0:  # all weight on the largest loss (rho >= (B-1)/2)
-        return losses.max()
-    return eta_v + math.sqrt(c2) * torch.sqrt((r * r).mean())
+    return worst_case(losses, ChiSquare(rho)).value
 
 
 class GroupDROLoss:
