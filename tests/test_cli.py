@@ -38,7 +38,7 @@ def test_list_filters_by_family_and_status() -> None:
     res = optarium("list", "--family", "bo")
     assert "turbo-enn" in res.stdout and "gradpower" not in res.stdout
     res = optarium("list", "--status", "implemented")
-    assert "gradpower" in res.stdout and "gcon-neural-co" not in res.stdout
+    assert "gradpower" in res.stdout and "pepcompass" not in res.stdout
 
 
 @pytest.mark.parametrize(
@@ -49,7 +49,7 @@ def test_list_filters_by_family_and_status() -> None:
         (("run", "gradpower", "--seeds", "0"), "--seeds"),
         (("suite", "--jobs", "0"), "--jobs"),
         (("list", "--family", "nope"), "--family"),
-        (("run", "gcon-neural-co"), "no experiment yet"),
+        (("run", "pepcompass"), "no experiment yet"),
         (("run", "gradpower", "--world-size", "0"), "--world-size"),
         (("run", "gradpower", "--world-size", "2"), "no distributed methods"),
         (("run", "gradpower", "--address", "ray://head:10001"), "--executor local: address"),

@@ -120,6 +120,21 @@ def test_network_is_invariant_to_context_order_and_other_queries() -> None:
         net(torch.rand(1, 3, 3), torch.randn(1, 3), torch.rand(1, 2, 3))
 
 
+def test_fourier_x_encoder_keeps_the_invariances_and_round_trips() -> None:
+    torch.manual_seed(0)
+    net = PFNTransformer(2, 8, emsize=16, nlayers=2, nheads=2, nhid=16, x_encoder="fourier").eval()
+    xc, yc, xq = torch.rand(2, 7, 2), torch.randn(2, 7), torch.rand(2, 5, 2)
+    out = net(xc, yc, xq)
+    perm = torch.randperm(7)
+    assert torch.allclose(net(xc[:, perm], yc[:, perm], xq), out, atol=1e-5)
+    assert torch.allclose(net(xc, yc, xq[:, :2]), out[:, :2], atol=1e-5)
+    other = PFNTransformer(2, 8, emsize=16, nlayers=2, nheads=2, nhid=16, x_encoder="fourier")
+    other.load_state_dict(net.state_dict())
+    assert torch.equal(other.eval()(xc, yc, xq), out)
+    with pytest.raises(ValueError, match="x_encoder"):
+        PFNTransformer(2, 8, x_encoder="mlp")
+
+
 def test_training_lowers_the_nll_and_is_seeded() -> None:
     prior = GPRFFPrior((1,), num_features=32, lengthscale=LS, noise_sd=NOISE)
     kw = {"standardize": False, "emsize": 16, "nlayers": 1, "nheads": 2, "nhid": 16, "num_buckets": 32,

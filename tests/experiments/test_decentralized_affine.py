@@ -110,3 +110,31 @@ def test_full_sweeps_run_and_enter_the_rule() -> None:
     assert math.isfinite(v.figures["slope_grads_vs_kappa_f"]) and math.isfinite(
         v.figures["slope_rounds_vs_chi"]
     )
+
+
+def test_prox_baselines_enter_the_rounds_ratio_not_the_gradient_comparison() -> None:
+    """Tracking-ADMM / DPMM: their rounds set the best baseline; their local solves are not gradient calls;
+    a censored one enters at its own cap (``run_cap``); primal-dual absent (quick) is not a failure."""
+    cfg = CONFIGS["quick"]
+    pairs = [(s, g) for s, g in ((0, 0), (0, 1), (1, 0), (1, 1))]
+    recs = [_final("apapc-cheb", s, g) for s, g in pairs]
+    recs += [
+        _final(
+            "apapc", s, g, grads_to_cmp=math.nan, rounds_to_cmp=math.nan, grads_at_cap=3750.0, run_cap=15e3
+        )
+        for s, g in pairs
+    ]
+    recs += [_final("dpmm", s, g, grads_to_cmp=10.0, rounds_to_cmp=20_000.0) for s, g in pairs]
+    recs += [
+        _final("tracking-admm", s, g, grads_to_cmp=math.nan, rounds_to_cmp=math.nan, run_cap=15e3)
+        for s, g in pairs
+    ]
+    v = decide(recs, cfg)
+    assert v.outcome == "reproduced", v.summary  # dpmm's 10 local solves do not beat 100 gradient calls
+    assert abs(v.figures["cheb_rounds_ratio_geo_mean"] - 10_000 / 15_000) < 1e-12
+    assert v.figures["tracking-admm_censored"] == 4 and "primal-dual_censored" not in v.figures
+    fast = [dict(r, rounds_to_cmp=4000.0) if r["method"] == "dpmm" else r for r in recs]
+    v = decide(fast, cfg)
+    assert v.outcome == "inconclusive"
+    assert abs(v.figures["cheb_rounds_ratio_geo_mean"] - 2.5) < 1e-12
+    assert abs(v.figures["cheb_rounds_ratio_vs_gradient_baselines_geo_mean"] - 10_000 / 15_000) < 1e-12

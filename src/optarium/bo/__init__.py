@@ -44,6 +44,7 @@ from optarium.bo.calibration import (
 )
 from optarium.bo.enn import ENN, ENNParams, ENNPosterior, fit_enn_params, loo_log_likelihood
 from optarium.bo.gp import fit_gp, hyperparameter_state, matern52_kernel, single_task_gp
+from optarium.bo.metasg_saea import MetaSGSAEA, RegionPolicy, mm_cci_level, train_region_policy
 from optarium.bo.metrics import expected_minimum_distance, hypervolume, pieces_hit, rediscovery_ratio
 from optarium.bo.minimize import make_strategy, minimize
 from optarium.bo.mo_problems import SYMPART, MOProblem, OmniTest, pool_pareto_set, sobol_pool
@@ -93,6 +94,7 @@ __all__ = [
     "EpsilonGreedy",
     "GPRFFPrior",
     "MOProblem",
+    "MetaSGSAEA",
     "OmniTest",
     "PFNBayesOpt",
     "PFNRegressor",
@@ -101,6 +103,7 @@ __all__ = [
     "Problem",
     "QLogEHVI",
     "RandomSearch",
+    "RegionPolicy",
     "SyntheticLibrary",
     "TailCalibratedGP",
     "TcGPEI",
@@ -139,6 +142,7 @@ __all__ = [
     "make_strategy",
     "matern52_kernel",
     "minimize",
+    "mm_cci_level",
     "non_dominated_mask",
     "non_dominated_ranks",
     "non_dominated_samples",
@@ -160,6 +164,7 @@ __all__ = [
     "stratified_sample",
     "train_alpha_pfn",
     "train_pfn",
+    "train_region_policy",
     "trust_region_bounds",
     "turbo_enn_sampler",
     "twcrps",

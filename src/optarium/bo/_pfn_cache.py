@@ -42,7 +42,8 @@ RECIPES: dict[str, dict[str, Any]] = {
             "max_context": 16,
             "n_query": 20,
             "batch_size": 64,
-            "lr": 3e-4,
+            "lr": 1e-3,
+            "x_encoder": "fourier",
         },
         "stage2": {
             "kind": "MES",
@@ -51,7 +52,8 @@ RECIPES: dict[str, dict[str, Any]] = {
             "max_context": 16,
             "n_query": 20,
             "batch_size": 64,
-            "lr": 3e-4,
+            "lr": 1e-3,
+            "x_encoder": "fourier",
         },
     },
 }
@@ -64,8 +66,8 @@ def training_code_hash() -> str:
     from optarium.bo import pfn
 
     objs = [pfn.BarDistribution, pfn.RFFDraw, pfn.GPRFFPrior, pfn._optimum_grid, pfn._argmax_on, pfn._Block,
-            pfn.PFNTransformer, pfn.style_vector, pfn._standardize_ctx, pfn.PFNRegressor, pfn._cosine_lr,
-            pfn._sample_batch, pfn.train_pfn, pfn.AlphaPFNHead, pfn.information_gain_targets,
+            pfn._FourierEncoder, pfn.PFNTransformer, pfn.style_vector, pfn._standardize_ctx, pfn.PFNRegressor,
+            pfn._cosine_lr, pfn._sample_batch, pfn.train_pfn, pfn.AlphaPFNHead, pfn.information_gain_targets,
             pfn.train_alpha_pfn]  # fmt: skip
     digest = hashlib.sha256()
     for obj in objs:

@@ -35,7 +35,12 @@ Deviations and scale (laptop scale, optarium spec ``alpha-pfn``):
   attend to the same keys only, so queries never see each other and the output is invariant to the order of
   the context), emsize 64, 4 layers, 4 heads, MLP 128 by default, instead of the paper's 8-layer per-feature
   transformer with 5,000 buckets; inputs of dimension ``d < max_dim`` are zero-padded and a learned
-  per-dimension embedding is added;
+  per-dimension embedding is added. The x-encoder is linear by default, as in the paper (the ``pfns``
+  package's ``get_linear_x_encoder``: one linear map per feature); ``x_encoder="fourier"`` (learnable
+  sin/cos features of x, then linear) is our addition for the briefly trained toy networks, where a linear
+  encoder leaves attention unable to express "near x" in the first layers (400 steps at lr 1e-3 on the 1-D
+  fixed-lengthscale prior: held-out NLL -0.62 against -0.15 for the linear encoder, mean abs error of the
+  predictive mean against the exact GP 0.07 against 0.12);
 - prior: RFF GP with 256 features, dimensions {1, 2}; the optimum is the best point of a coarse grid (256
   points in 1-D, 64² in 2-D) refined on a local grid of spacing 1/8 of the coarse one (4,096 Sobol points
   above 2-D, unrefined), instead of the spec's suggested dense grid plus gradient steps (the generator is not
@@ -366,6 +371,21 @@ class _Block(nn.Module):
         return h + self.mlp(self.norm2(h))
 
 
+class _FourierEncoder(nn.Module):
+    """``x -> Linear([sin(x W), cos(x W), x])`` with learnable frequencies ``W (max_dim, 32)``, initialised
+    N(0, 8^2) (about the inverse of the toy priors' lengthscales): a local-distance-friendly x-encoder for
+    small, briefly trained networks (the paper's x-encoder is linear per feature)."""
+
+    def __init__(self, max_dim: int, emsize: int, n_freq: int = 32, scale: float = 8.0) -> None:
+        super().__init__()
+        self.freq = nn.Parameter(scale * torch.randn(max_dim, n_freq))
+        self.lin = nn.Linear(2 * n_freq + max_dim, emsize)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        z = x @ self.freq
+        return self.lin(torch.cat([torch.sin(z), torch.cos(z), x], -1))
+
+
 class PFNTransformer(nn.Module):
     """The PFN network: ``[style, context..., queries...]`` tokens; every token attends to the style token
     and the context tokens only (pre-norm blocks), and a decoder maps each query token to ``n_out`` outputs.
@@ -374,10 +394,11 @@ class PFNTransformer(nn.Module):
     """
 
     def __init__(self, max_dim: int, n_out: int, emsize: int = 64, nlayers: int = 4, nheads: int = 4,
-                 nhid: int = 128) -> None:  # fmt: skip
+                 nhid: int = 128, x_encoder: str = "linear") -> None:  # fmt: skip
         super().__init__()
         self.max_dim = check_int("max_dim", max_dim, minimum=1)
-        self.x_enc = nn.Linear(max_dim, emsize)
+        self.x_encoder = check_choice("x_encoder", x_encoder, ("linear", "fourier"))
+        self.x_enc = nn.Linear(max_dim, emsize) if x_encoder == "linear" else _FourierEncoder(max_dim, emsize)
         self.y_enc = nn.Linear(1, emsize)
         self.style_enc = nn.Linear(max_dim + 3, emsize)
         self.query_emb = nn.Parameter(torch.zeros(emsize))
@@ -534,6 +555,7 @@ def train_pfn(
     nlayers: int = 4,
     nheads: int = 4,
     nhid: int = 128,
+    x_encoder: str = "linear",
     num_buckets: int = 256,
     steps: int = 3000,
     batch_size: int = 64,
@@ -563,7 +585,7 @@ def train_pfn(
         ys.append(yq.reshape(-1))
     bar = BarDistribution.from_samples(torch.cat(ys), num_buckets)
     net_cfg = {"max_dim": prior.max_dim, "n_out": num_buckets, "emsize": emsize, "nlayers": nlayers,
-               "nheads": nheads, "nhid": nhid}  # fmt: skip
+               "nheads": nheads, "nhid": nhid, "x_encoder": x_encoder}  # fmt: skip
     model = PFNRegressor(PFNTransformer(**net_cfg), bar, prior, standardize=standardize,
                          conditioning=conditioning)  # fmt: skip
     model.net_cfg = net_cfg
@@ -668,6 +690,7 @@ def train_alpha_pfn(
     nlayers: int = 4,
     nheads: int = 4,
     nhid: int = 128,
+    x_encoder: str = "linear",
     num_buckets: int = 64,
     steps: int = 2000,
     batch_size: int = 64,
@@ -698,7 +721,7 @@ def train_alpha_pfn(
         gs.append(information_gain_targets(ppd, draw, xc, yc, xq, kind).reshape(-1))
     bar = BarDistribution.from_samples(torch.cat(gs), num_buckets)
     net_cfg = {"max_dim": prior.max_dim, "n_out": num_buckets, "emsize": emsize, "nlayers": nlayers,
-               "nheads": nheads, "nhid": nhid}  # fmt: skip
+               "nheads": nheads, "nhid": nhid, "x_encoder": x_encoder}  # fmt: skip
     head = AlphaPFNHead(PFNTransformer(**net_cfg), bar, ppd, kind)
     head.net_cfg = net_cfg
     opt = torch.optim.AdamW(head.net.parameters(), lr=lr, weight_decay=0.0)

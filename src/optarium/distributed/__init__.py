@@ -20,7 +20,8 @@ Modules, one job each:
 - :mod:`~optarium.distributed.ls2mc_gda` (LS²MC-GDA, federated multi-level compositional minimax, with
   local SGDA, Local-SCGDAM and CODASCA) on the problems of :mod:`~optarium.distributed.compositional`;
 - :mod:`~optarium.distributed.decentralized_affine` (APAPC + Chebyshev for decentralized mixed affine
-  constraints, with plain APAPC, a primal-dual baseline and EXTRA; its own SPMD entry ``spmd_solve``);
+  constraints, with plain APAPC, a primal-dual baseline and EXTRA; its own SPMD entry ``spmd_solve``) and
+  :mod:`~optarium.distributed.decentralized_affine_baselines` (Tracking-ADMM, DPMM);
 - :mod:`~optarium.distributed.spmd`: :func:`spmd_run` / :func:`spmd_batch`, the entry points for
   :func:`launch`; each rank returns the solver's :class:`~optarium._core.Result`.
 """

@@ -87,8 +87,9 @@ Methods (``method=``):
   - \nabla f(x^k))`, :math:`M = I - W` (needs :math:`\lambda_{\max}(W) < 2`), :math:`\tilde M = (I+M)/2`,
   :math:`\alpha = \lambda_{\min}(\tilde M)/L_f` (half the theorem's bound); one gossip round per iteration.
 
-Not built: Tracking-ADMM, DPMM (exact local solves), Gradient Sliding for the nonsmooth regime, the
-regularisation reduction for the smooth convex regime.
+Tracking-ADMM and DPMM (exact local solves) are in
+:mod:`optarium.distributed.decentralized_affine_baselines`. Not built: Gradient Sliding for the nonsmooth
+regime, the regularisation reduction for the smooth convex regime.
 
 SPMD: every node's data is stacked on a leading axis; a process holds the nodes ``comm.local_clients``, all
 local products are batched, every multiplication by :math:`W` is one ``comm.gossip`` round (several vectors

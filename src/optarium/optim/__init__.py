@@ -1,6 +1,7 @@
 """Optimizers: ``torch.optim.Optimizer`` subclasses and optimizer wrappers, one module per method."""
 
 from optarium.optim._nonfinite import NONFINITE_POLICIES, NonFiniteGradientError
+from optarium.optim.analog import AnalogSGD, IdealDevice, ResidualAnalogSGD, SoftBoundsDevice, SymmetricDevice
 from optarium.optim.basis_rotation import (
     AsyncPipelineSimulator,
     PipeMareStage,
@@ -58,6 +59,7 @@ __all__ = [
     "SAM_SPS",
     "AdGD",
     "AdamWPower",
+    "AnalogSGD",
     "AsyncPipelineSimulator",
     "BallProjection",
     "ClipSGD",
@@ -68,6 +70,7 @@ __all__ = [
     "GradPower",
     "GradientEstimator",
     "GroupDROLoss",
+    "IdealDevice",
     "IterativeRobustSatisficing",
     "LRSweep",
     "Lion",
@@ -77,9 +80,12 @@ __all__ = [
     "NonmonotoneLineSearchGD",
     "PipeMareStage",
     "ReWA",
+    "ResidualAnalogSGD",
     "RobustSatisficingLoss",
     "RotatedAdamW",
     "SAMPolyak",
+    "SoftBoundsDevice",
+    "SymmetricDevice",
     "analytic_error_curve",
     "basis_alignment",
     "batched_errors",

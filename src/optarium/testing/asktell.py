@@ -299,6 +299,7 @@ _BOUNDS = torch.tensor([[-1.0, -2.0, 0.0], [1.0, 3.0, 0.5]], dtype=torch.float64
 
 def strategy_cases() -> list[StrategyCase]:
     """Every registered ask/tell strategy, with budgets small enough for the default test suite."""
+    from optarium.bo.metasg_saea import MetaSGSAEA
     from optarium.bo.pfn import PFNBayesOpt, untrained_head
     from optarium.bo.pom import POM, QLogEHVI
     from optarium.bo.tcgp import TcGPEI
@@ -351,5 +352,13 @@ def strategy_cases() -> list[StrategyCase]:
             _shifted_sphere,
             _BOUNDS,
             kwargs={"head": untrained_head(3), "n_init": 3, "n_candidates": 64},
+        ),
+        StrategyCase(
+            "MetaSGSAEA",
+            MetaSGSAEA,
+            _two_spheres,
+            _BOUNDS,
+            n_objectives=2,
+            kwargs={"n_init": 4, "pop_size": 8, "generations": 2, "fit_maxiter": 10, "refit_every": 4},
         ),
     ]

@@ -87,6 +87,8 @@ def _ppo_reference(
 def loss_cases() -> list[LossCase]:
     """The cases of optarium's surrogate losses (the reference: PPO's clipped surrogate, two settings)."""
     from optarium.rl.ppo import ppo_clip_loss
+    from optarium.testing._gipo_cases import gipo_cases as _gipo_cases
+    from optarium.testing._segment_po_cases import segment_po_cases as _segment_po_cases
 
     return [
         LossCase("ppo-clip", ppo_clip_loss, reference=_ppo_reference),
@@ -95,6 +97,8 @@ def loss_cases() -> list[LossCase]:
             functools.partial(ppo_clip_loss, clip_eps=0.1, aggregation="seq-mean-token-mean"),
             reference=functools.partial(_ppo_reference, eps=0.1, seq_mean=True),
         ),
+        *_gipo_cases(),
+        *_segment_po_cases(),
     ]
 
 

@@ -114,6 +114,7 @@ def optimizer_cases() -> list[OptimizerCase]:
         RotatedAdamW,
         SAMPolyak,
     )
+    from optarium.testing._analog_cases import analog_cases
 
     def sgd_power(params: Iterable[Any], *, lr: float, foreach: bool | None = None, **kw: Any) -> Any:
         return GradPower(torch.optim.SGD(params, lr=lr, foreach=foreach), foreach=foreach, **kw)
@@ -397,6 +398,7 @@ def optimizer_cases() -> list[OptimizerCase]:
                 )
             },
         ),
+        *analog_cases(),  # aimc-sp: AnalogSGD / ResidualAnalogSGD, ideal and soft-bounds devices
     ]
 
 

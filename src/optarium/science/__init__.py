@@ -1,0 +1,27 @@
+"""Scientific applications of optimization: cyclic-peptide conformations (MuCO, :mod:`.muco`).
+
+RDKit (the ``science`` extra) is imported inside the functions that use it, so ``import optarium.science``
+needs only torch and numpy.
+"""
+
+from optarium.science.muco import (
+    Conformer,
+    CyclicPeptide,
+    ForceFieldRefiner,
+    MuCO,
+    TorsionFlow,
+    closure_ok,
+    detect_topology,
+    etkdg_conformers,
+)
+
+__all__ = [
+    "Conformer",
+    "CyclicPeptide",
+    "ForceFieldRefiner",
+    "MuCO",
+    "TorsionFlow",
+    "closure_ok",
+    "detect_topology",
+    "etkdg_conformers",
+]

@@ -1,0 +1,249 @@
+"""Tests of optarium.science.muco (RDKit/MMFF94 miniature of MuCO)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("rdkit", reason="rdkit is in the science extra")
+
+from optarium.science.muco import (
+    KCAL_PER_KJ,
+    Conformer,
+    CyclicPeptide,
+    ForceFieldRefiner,
+    MuCO,
+    TorsionFlow,
+    closure_ok,
+    cyclic_distance,
+    detect_topology,
+    etkdg_conformers,
+    shannon_entropy,
+    torus_interpolate,
+    torus_target_velocity,
+    wrap_angle,
+)
+
+
+@pytest.fixture(scope="module")
+def pep() -> CyclicPeptide:
+    return CyclicPeptide("GAFKDA")
+
+
+@pytest.fixture(scope="module")
+def minimised(pep: CyclicPeptide) -> list[Conformer]:
+    ref = ForceFieldRefiner(restraint_weight=0.0, max_steps=2000)
+    return [ref.refine(pep, x) for x in etkdg_conformers(pep, 3, seed=7)]
+
+
+def test_forward_kinematics_round_trip(pep: CyclicPeptide, minimised: list[Conformer]) -> None:
+    _, mask = pep.torsion_layout()
+    rng = np.random.default_rng(0)
+    target = np.where(mask, rng.uniform(-math.pi, math.pi, mask.shape), 0.0)
+    x = pep.forward_kinematics(target, minimised[0].coords)
+    got = pep.get_torsions(x)
+    assert np.abs(np.angle(np.exp(1j * (got - target))))[mask].max() < 1e-3
+    # bond lengths of the open chain are those of the template
+    for b in pep.open_chain.GetBonds():
+        i, j = b.GetBeginAtomIdx(), b.GetEndAtomIdx()
+        t = minimised[0].coords
+        assert abs(np.linalg.norm(x[i] - x[j]) - np.linalg.norm(t[i] - t[j])) < 1e-6
+
+
+def test_torsion_layout_counts(pep: CyclicPeptide) -> None:
+    quads, mask = pep.torsion_layout()
+    assert len(quads) == 3 * 5 + 4 * 6
+    # backbone 15 + chi: F 2, K 4, D 2 (G and A have none)
+    assert int(mask.sum()) == 15 + 8
+
+
+def test_torus_geometry_wraps() -> None:
+    x0 = torch.tensor([3.0, -3.0])
+    x1 = torch.tensor([-3.0, 3.0])
+    # shortest way crosses +-pi: the midpoint is at pi, not at 0
+    mid = torus_interpolate(x0, x1, torch.tensor(0.5))
+    assert torch.allclose(mid.abs(), torch.full((2,), math.pi), atol=1e-6)
+    u = torus_target_velocity(x0, x1, torch.tensor(0.0))
+    assert torch.allclose(u, torch.tensor([2 * math.pi - 6.0, -(2 * math.pi - 6.0)]), atol=1e-6)
+    w = wrap_angle(torch.tensor([math.pi, -math.pi, 3 * math.pi, 0.1]))
+    assert (w > -math.pi).all() and (w <= math.pi).all()
+    assert torch.allclose(w, torch.tensor([math.pi, math.pi, math.pi, 0.1]), atol=1e-6)
+
+
+def test_cyclic_relative_position() -> None:
+    L = 7
+    i, j = torch.meshgrid(torch.arange(L), torch.arange(L), indexing="ij")
+    d = cyclic_distance(i, j, L)
+    assert int(d[0, L - 1]) == 1 and torch.equal(d, d.T)
+    # shortest path on the ring graph (Floyd-Warshall)
+    sp = torch.full((L, L), 10**6)
+    for a in range(L):
+        sp[a, a] = 0
+        sp[a, (a + 1) % L] = sp[(a + 1) % L, a] = 1
+    for k in range(L):
+        sp = torch.minimum(sp, sp[:, k : k + 1] + sp[k : k + 1, :])
+    assert torch.equal(d, sp)
+
+
+def test_closure_check_mmff(pep: CyclicPeptide, minimised: list[Conformer]) -> None:
+    for c in minimised:
+        assert abs(c.closure_after - 1.38) <= 0.03
+        assert c.success and closure_ok(c.closure_after, c.energy, rule="paper")
+    # a linear peptide fails the check: its N-terminus is far from its C-terminus
+    from rdkit import Chem
+    from rdkit.Chem import AllChem
+
+    heavy = Chem.MolFromSequence("GAFKDA")
+    names = [
+        (a.GetPDBResidueInfo().GetResidueNumber(), a.GetPDBResidueInfo().GetName().strip())
+        for a in heavy.GetAtoms()
+    ]
+    lin = Chem.AddHs(heavy)  # hydrogens are appended: heavy-atom indices unchanged
+    AllChem.EmbedMolecule(lin, randomSeed=1)
+    xyz = lin.GetConformer().GetPositions()
+    d = float(np.linalg.norm(xyz[names.index((1, "N"))] - xyz[names.index((6, "C"))]))
+    assert not closure_ok(d, 0.0, rule="repo") and not closure_ok(d, 0.0, rule="paper")
+
+
+def test_success_rules() -> None:
+    assert closure_ok(1.43, rule="repo") and not closure_ok(1.44, rule="repo")
+    assert closure_ok(2.15, mode="C2C", rule="repo") and not closure_ok(2.2, mode="C2C", rule="repo")
+    assert closure_ok(1.40, 10.0, rule="paper") and not closure_ok(1.50, 10.0, rule="paper")
+    cap = 1e3 * KCAL_PER_KJ
+    assert closure_ok(1.38, cap - 1, rule="paper") and not closure_ok(1.38, cap + 1, rule="paper")
+    with pytest.raises(ValueError, match="rule"):
+        closure_ok(1.38, rule="other")
+    with pytest.raises(ValueError, match="energy"):
+        closure_ok(1.38, rule="paper")
+
+
+def test_refiner_flags_open_ring_as_failure(pep: CyclicPeptide, minimised: list[Conformer]) -> None:
+    # a torsion sample that leaves the ring far open, refined for one step only, must not be a success
+    _, mask = pep.torsion_layout()
+    t = np.where(mask, math.pi, 0.0)
+    x = pep.forward_kinematics(t, minimised[0].coords)
+    c = ForceFieldRefiner(max_steps=1).refine(pep, x)
+    assert c.closure_after > 1.43 and not c.success
+    assert MuCO.best([c]) is None
+
+
+def test_topology_priority() -> None:
+    pep = CyclicPeptide("CKADC")
+    x = np.zeros((pep.mol.GetNumAtoms(), 3))
+    ix = pep.index
+    x[:, 0] = np.arange(len(x)) * 10.0  # everything far apart
+    n1, cl = pep.closure_atoms
+    x[cl] = x[n1] + [1.3, 0, 0]
+    assert detect_topology(pep, x) == "H2T"
+    x[ix[(2, "NZ")]] = x[ix[(4, "CG")]] + [1.0, 0, 0]  # isopeptide closer than N1-CL
+    assert detect_topology(pep, x) == "K2DE"
+    x[ix[(5, "SG")]] = x[ix[(1, "SG")]] + [2.0, 0, 0]  # disulfide wins
+    assert detect_topology(pep, x) == "C2C"
+    # official-code rule inspects only the termini: K2 / D4 are internal, Cys 1 and 5 are the termini
+    assert detect_topology(pep, x, rule="repo") == "C2C"
+    x[ix[(5, "SG")]] = x[ix[(1, "SG")]] + [3.0, 0, 0]
+    assert detect_topology(pep, x, rule="repo") == "H2T"
+    with pytest.raises(ValueError, match="rule"):
+        detect_topology(pep, x, rule="bad")
+
+
+def test_restraint_is_harmonic_and_refinement_monotone(
+    pep: CyclicPeptide, minimised: list[Conformer]
+) -> None:
+    ref = ForceFieldRefiner(restraint_weight=0.1)
+    x0 = minimised[1].coords
+    ff, _ = ref.force_field(pep, x0)
+    y = x0.copy()
+    y[pep.heavy] += 0.05
+    e_plain = ref.energy(pep, y)
+    e_restr = ff.CalcEnergy(y.ravel().tolist())
+    expected = 0.5 * 0.1 * KCAL_PER_KJ * float(((y - x0)[pep.heavy] ** 2).sum())
+    assert abs((e_restr - e_plain) - expected) < 1e-8
+    # refinement from a perturbed FK sample lowers the restrained objective
+    _, mask = pep.torsion_layout()
+    t = pep.get_torsions(x0) + np.where(mask, 0.3, 0.0)
+    c = ref.refine(pep, pep.forward_kinematics(t, x0))
+    assert c.objective <= c.objective_start
+    assert c.energy <= c.objective + 1e-9
+
+
+def test_entropy() -> None:
+    assert shannon_entropy(["a"] * 5) == 0.0
+    assert math.isclose(shannon_entropy(["a", "b", "c", "d"]), math.log(4))
+    with pytest.raises(ValueError, match="labels"):
+        shannon_entropy([])
+
+
+def _tiny_model(pep: CyclicPeptide, minimised: list[Conformer]) -> MuCO:
+    torch.manual_seed(0)
+    model = MuCO(pep.length, ForceFieldRefiner(max_steps=20), width=16, steps=4)
+    res = model.fit(
+        [(pep, [c.coords for c in minimised])], epochs=3, generator=torch.Generator().manual_seed(0)
+    )
+    assert res.history.metrics["backbone_loss"] and math.isfinite(res.value)
+    return model
+
+
+def test_hierarchical_bookkeeping_and_best(pep: CyclicPeptide, minimised: list[Conformer]) -> None:
+    model = _tiny_model(pep, minimised)
+    tors = model.sample_torsions(pep, 2, 3, torch.Generator().manual_seed(1))
+    assert tors.shape == (6, 3 * 5 + 4 * 6)
+    nb = 15
+    # the M side-chain draws of one backbone share it; different backbones differ
+    assert torch.equal(tors[0, :nb], tors[2, :nb]) and not torch.equal(tors[0, :nb], tors[3, :nb])
+    confs = model.sample(pep, 2, 2, torch.Generator().manual_seed(1))
+    assert [(c.k, c.m) for c in confs] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    best = MuCO.best(confs)
+    ok = [c for c in confs if c.success]
+    if ok:
+        assert best is not None and best.energy == min(c.energy for c in ok)
+    else:
+        assert best is None
+
+
+def test_flow_learns_a_point_mass_across_the_seam() -> None:
+    torch.manual_seed(0)
+    flow = TorsionFlow(2, 0, width=64, steps=20)
+    x1 = torch.tensor([[math.pi - 0.05, -math.pi + 0.05]]).repeat(256, 1)
+    g = torch.Generator().manual_seed(0)
+    flow.fit(x1, torch.zeros(256, 0), torch.ones(256, 2), epochs=300, generator=g, lr=3e-3)
+    s = flow.sample(torch.zeros(200, 0), torch.Generator().manual_seed(1))
+    err = wrap_angle(s - x1[:200]).abs()
+    assert float(err.median()) < 0.2
+
+
+def test_determinism(pep: CyclicPeptide, minimised: list[Conformer]) -> None:
+    m1, m2 = _tiny_model(pep, minimised), _tiny_model(pep, minimised)
+    a = m1.sample_torsions(pep, 2, 2, torch.Generator().manual_seed(3))
+    b = m2.sample_torsions(pep, 2, 2, torch.Generator().manual_seed(3))
+    assert torch.equal(a, b)
+    e1 = etkdg_conformers(pep, 2, seed=5)
+    e2 = etkdg_conformers(pep, 2, seed=5)
+    assert all(np.array_equal(u, v) for u, v in zip(e1, e2, strict=True))
+
+
+def test_bad_input(pep: CyclicPeptide, minimised: list[Conformer]) -> None:
+    with pytest.raises(ValueError, match="non-canonical"):
+        CyclicPeptide("GAXB")
+    with pytest.raises(ValueError, match="length"):
+        CyclicPeptide("GA")
+    with pytest.raises(TypeError, match="sequence"):
+        CyclicPeptide(5)  # type: ignore[arg-type]
+    model = MuCO(pep.length, width=8, steps=2)
+    with pytest.raises(ValueError, match="K and M"):
+        model.sample_torsions(pep, 0, 1, torch.Generator())
+    with pytest.raises(ValueError, match="K and M"):
+        model.sample_torsions(pep, 1, 0, torch.Generator())
+    with pytest.raises(ValueError, match="length"):
+        model.sample_torsions(CyclicPeptide("GAG"), 1, 1, torch.Generator())
+    with pytest.raises(ValueError, match="restraint_weight"):
+        ForceFieldRefiner(restraint_weight=-1.0)
+    with pytest.raises(ValueError, match="success_rule"):
+        ForceFieldRefiner(success_rule="x")
+    with pytest.raises(ValueError, match="coords"):
+        ForceFieldRefiner().refine(pep, np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="length"):
+        MuCO(2)
