@@ -1051,15 +1051,25 @@ def solve_mixed_affine(
 def spmd_solve(
     comm: Any, jobs: Sequence[tuple[MixedAffineProblem, torch.Tensor, Mapping[str, Any]]]
 ) -> list[Result]:
-    """Run ``(problem, W, kwargs)`` jobs with :func:`solve_mixed_affine` on this rank (for ``launch``).
+    """Run ``(problem, W, kwargs)`` jobs on this rank (for ``launch``), dispatching on ``kwargs["method"]``:
+    APAPC, EXTRA and primal-dual by :func:`solve_mixed_affine`, Tracking-ADMM and DPMM by
+    :func:`optarium.distributed.decentralized_affine_baselines.solve_coupled_baseline`.
 
     Statistics are reset before each job; each result's ``extras["U"]`` and ``x`` are replaced by every
     node's rows (gathered without charging the statistics).
     """
+    from optarium.distributed.decentralized_affine_baselines import BASELINES, solve_coupled_baseline
+
     out = []
     for problem, W, kw in jobs:
+        kw = dict(kw)
+        method = kw.get("method", "apapc-cheb")
+        check_choice("method", method, METHODS + BASELINES)
         comm.stats.reset()
-        res = solve_mixed_affine(problem, comm, W, **dict(kw))
+        if method in BASELINES:
+            res = solve_coupled_baseline(problem, comm, W, **kw)
+        else:
+            res = solve_mixed_affine(problem, comm, W, **kw)
         with comm.stats.paused():
             U = comm.all_gather_clients(res.extras["U"])
             x = {k: comm.all_gather_clients(v) for k, v in res.x.items()}

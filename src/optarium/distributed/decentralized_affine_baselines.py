@@ -61,9 +61,7 @@ the only communication is ``comm.gossip``; monitoring runs inside ``comm.stats.p
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -72,15 +70,12 @@ from optarium._core.result import Result
 from optarium._core.solver import SolverCase, SolverLoop
 from optarium._core.validation import check_choice, check_int, check_positive
 from optarium.distributed.decentralized_affine import (
-    METHODS as APAPC_METHODS,
-)
-from optarium.distributed.decentralized_affine import (
     InfeasibleProblemError,
     MixedAffineProblem,
     _bmv,
     check_gossip_matrix,
     mixed_affine_setup,
-    solve_mixed_affine,
+    spmd_solve,
 )
 
 __all__ = ["BASELINES", "coupled_form", "solve_coupled_baseline", "solver_cases", "spmd_solve"]
@@ -342,29 +337,6 @@ def solve_coupled_baseline(
     U = torch.cat([X, like.new_zeros(nl, problem.m), Xt], 1)
     extras = {"U": U, "setup": st, "comm": stats.as_dict()}
     return loop.result({"x": X, "xt": Xt}, value=value, extras=extras)
-
-
-def spmd_solve(
-    comm: Any, jobs: Sequence[tuple[MixedAffineProblem, torch.Tensor, Mapping[str, Any]]]
-) -> list[Result]:
-    """Run ``(problem, W, kwargs)`` jobs on this rank: Tracking-ADMM/DPMM here, APAPC/EXTRA/primal-dual by
-    :func:`solve_mixed_affine` (dispatch on ``kwargs["method"]``); statistics reset per job, ``x`` and
-    ``extras["U"]`` gathered over every node (uncharged)."""
-    out = []
-    for problem, W, kw in jobs:
-        kw = dict(kw)
-        comm.stats.reset()
-        if kw.get("method") in BASELINES:
-            res = solve_coupled_baseline(problem, comm, W, **kw)
-        else:
-            if kw.get("method", "apapc-cheb") not in APAPC_METHODS:
-                check_choice("method", kw.get("method"), APAPC_METHODS + BASELINES)
-            res = solve_mixed_affine(problem, comm, W, **kw)
-        with comm.stats.paused():
-            U = comm.all_gather_clients(res.extras["U"])
-            x = {k: comm.all_gather_clients(v) for k, v in res.x.items()}
-        out.append(dataclasses.replace(res, x=x, extras={**res.extras, "U": U}))
-    return out
 
 
 def solver_cases() -> list[SolverCase]:

@@ -170,28 +170,24 @@ def run(ctx: Any, method: str, seed: int, config: Mapping[str, Any]) -> None:
         )
 
 
-def _vals(records: Sequence[Mapping[str, Any]], metric: str, method: str) -> dict[int, float]:
-    return last_values(records, metric, method)
-
-
 def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> Verdict:
     """The rule of :data:`RULE`."""
     figures: dict[str, Any] = {}
     for m in METHODS:
         for metric in ("sw2", "cost", "jacobian_evals", "newton_iters", "failures", "max_violation_path"):
-            v = list(_vals(records, metric, m).values())
+            v = list(last_values(records, metric, m).values())
             figures[f"{m}:{metric}_mean"] = float(np.mean(v)) if v else math.nan
-    land, proj = _vals(records, "sw2", "olla"), _vals(records, "sw2", "olla-p")
+    land, proj = last_values(records, "sw2", "olla"), last_values(records, "sw2", "olla-p")
     eff = paired_effect(proj, land, better="lower")  # gap = sw2(olla) - sw2(olla-p)
-    floors = list(_vals(records, "floor", "olla").values())
+    floors = list(last_values(records, "floor", "olla").values())
     floor = float(np.mean(floors)) if floors else math.nan
     figures.update({"gap_mean": eff.mean, "gap_se": eff.se, "n_pairs": eff.n, "floor_mean": floor})
-    eb0 = paired_effect(proj, _vals(records, "sw2", "olla-eb0"), better="lower")
+    eb0 = paired_effect(proj, last_values(records, "sw2", "olla-eb0"), better="lower")
     figures.update({"reported:eb0_gap_mean": eb0.mean, "reported:eb0_gap_se": eb0.se})
-    cl, cp = _vals(records, "cost", "olla"), _vals(records, "cost", "olla-p")
+    cl, cp = last_values(records, "cost", "olla"), last_values(records, "cost", "olla-p")
     seeds = sorted(set(cl) & set(cp))
     cheaper = bool(seeds) and all(cl[s] < cp[s] for s in seeds)
-    fails = sum(_vals(records, "failures", "olla").values())
+    fails = sum(last_values(records, "failures", "olla").values())
     figures.update({"olla_cheaper_every_seed": float(cheaper), "olla_failures_total": float(fails)})
     if seeds:
         figures["cost_ratio_mean"] = float(np.mean([cl[s] / cp[s] for s in seeds]))
@@ -218,11 +214,11 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
 
     fig, (ax, ax2) = panel_grid(2)
     for i, m in enumerate(METHODS):
-        sw = _vals(records, "sw2", m)
+        sw = last_values(records, "sw2", m)
         ax.scatter([s + 0.1 * i for s in sw], list(sw.values()), label=m)
-        cost = _vals(records, "cost", m)
+        cost = last_values(records, "cost", m)
         ax2.bar([s + 0.28 * i for s in cost], list(cost.values()), width=0.28, label=m)
-    fl = _vals(records, "floor", "olla")
+    fl = last_values(records, "floor", "olla")
     ax.scatter(list(fl), list(fl.values()), marker="x", color="k", label="floor (ref vs ref)")
     ax.set_xlabel("seed")
     ax.set_ylabel("sliced-W2 to the N = 400 reference")

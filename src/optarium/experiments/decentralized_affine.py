@@ -168,7 +168,7 @@ def _problem_key(config: Mapping[str, Any]) -> tuple[Any, ...]:
 def _execute(jobs: list[tuple[Any, Any, dict[str, Any]]], n: int, config: Mapping[str, Any]) -> list[Any]:
     """Run the jobs in this process (world size 1) or on ``world_size`` gloo processes; rank 0's results."""
     from optarium.distributed.comm import Communicator
-    from optarium.distributed.decentralized_affine_baselines import spmd_solve
+    from optarium.distributed.decentralized_affine import spmd_solve
     from optarium.distributed.launch import launch
 
     ws = int(config.get("world_size", 1))
