@@ -20,6 +20,8 @@ from typing import Any
 
 import torch
 
+from optarium._core.cache import cache_root
+
 __all__ = ["RECIPES", "cache_path", "cached_head", "training_code_hash"]
 
 #: name -> prior and training settings. ``fixed-l0.2``: the 1-D fixed-hyperparameter test networks
@@ -88,11 +90,8 @@ def training_code_hash() -> str:
 
 def cache_path(name: str, seed: int = 0) -> Path:
     """Where the networks of recipe ``name`` and ``seed`` are cached."""
-    root = os.environ.get("OPTARIUM_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "optarium"
-    )
     ident = json.dumps([RECIPES[name], seed, torch.__version__, training_code_hash()], sort_keys=True)
-    return Path(root) / "alpha-pfn" / f"{name}-{hashlib.sha256(ident.encode()).hexdigest()[:24]}.pt"
+    return cache_root("alpha-pfn") / f"{name}-{hashlib.sha256(ident.encode()).hexdigest()[:24]}.pt"
 
 
 def cached_head(name: str = "fixed-l0.2", seed: int = 0, *, verbose: bool = False) -> Any:

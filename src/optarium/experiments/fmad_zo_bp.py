@@ -250,13 +250,9 @@ _PRETRAIN_KEYS = ("model", "pretrain_steps", "pretrain_lr", "seq_len", "batch_si
 
 
 def _cache_dir() -> Any:
-    import os
-    from pathlib import Path
+    from optarium._core.cache import cache_root
 
-    root = os.environ.get("OPTARIUM_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "optarium"
-    )
-    return Path(root) / "fmad-zo-bp"
+    return cache_root("fmad-zo-bp")
 
 
 def _pretrain_source_hash() -> str:

@@ -4,7 +4,7 @@ Heavy imports (``transformers``, ``peft``) happen inside functions; ``import opt
 """
 
 from optarium.llm.context_tuning import ContextState, ContextTuner, mcnemar_exact
-from optarium.llm.loader import load_smollm2, smollm2_available, smollm2_path
+from optarium.llm.loader import load_smollm2, smollm2_available, smollm2_path, smollm2_snapshot_path
 
 __all__ = [
     "ContextState",
@@ -13,4 +13,5 @@ __all__ = [
     "mcnemar_exact",
     "smollm2_available",
     "smollm2_path",
+    "smollm2_snapshot_path",
 ]
