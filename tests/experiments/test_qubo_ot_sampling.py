@@ -57,4 +57,23 @@ def test_graphs_are_deterministic_and_splits_differ() -> None:
 def test_smoke_run(tmp_path: Path, check_smoke: Callable[[str, Any], None]) -> None:
     out = run_experiment("qubo-ot-sampling", "smoke", out=tmp_path, jobs=1)
     check_smoke("qubo-ot-sampling", out)
-    assert "mis:exact:best_mean" in out.verdict.figures
+    f = out.verdict.figures
+    assert "mis:exact:best_mean" in f
+    # smoke also runs full's RB problem (small RB graphs) and the quality-against-T grid
+    assert f["mis-rb:exact:best_mean"] > 0 and f["mis-rb:qubo-ot:feasible_mean"] == 1.0
+    for m in ("qubo-ot", "untrained", "random-order"):
+        for t in CONFIGS["smoke"]["t_grid"]:
+            assert 0 < f[f"mis-rb:{m}:ratio_T{t}"] <= 1 + 1e-9
+
+
+def test_rb_graphs_planted_optimum_and_sizes() -> None:
+    from optarium.combinatorial import cpsat_solve
+
+    full = make_graphs("mis-rb", 3, 0, "test", CONFIGS["full"])
+    assert all(100 <= g.number_of_nodes() <= 150 and g.number_of_nodes() % 5 == 0 for g in full)
+    small = make_graphs("mis-rb", 3, 0, "test", CONFIGS["smoke"])
+    for g in small:
+        groups = g.graph["groups"][0]
+        assert 4 <= groups <= 6 and g.number_of_nodes() == 3 * groups
+        sol = cpsat_solve(g, "mis", time_limit_s=5.0)
+        assert sol.optimal and sol.value == groups == len(g.graph["planted"])

@@ -34,7 +34,13 @@ def test_report_is_self_contained_and_complete(runs_root: Path) -> None:
         else:
             assert f"<li><code>{m.slug}</code>" in text, m.slug
     assert text.index("id='scoreboard'") < text.index("id='contents'") < text.index("id='overview'")
-    assert text.index("id='overview'") < text.index("id='planned'") < text.index('id="gradpower"')
+    sections = ["id='overview'", "id='planned'", 'id="gradpower"']
+    order = [text.index(sec) for sec in sections if sec in text]
+    assert order == sorted(order) and len(order) >= 2
+    # every in-page link has its target (no "Planned methods" link once nothing is planned)
+    for target in set(re.findall(r"href=['\"]#([^'\"]+)['\"]", text)):
+        assert f"id='{target}'" in text or f'id="{target}"' in text, target
+    assert ("id='planned'" in text) == any(m.status != "implemented" for m in all_methods())
     assert "no verdict" in text
     assert "Verdict rule" in text and "Deciding figures" in text
     assert text.count("data:image/png;base64,") == 2
@@ -72,7 +78,7 @@ def test_scoreboard_counts_the_recorded_verdicts_per_family(tmp_path: Path) -> N
 def test_empty_runs_root_still_lists_methods(tmp_path: Path) -> None:
     text = render_report(tmp_path / "none")
     assert "No runs stored yet" in text
-    overview = text.split("id='overview'")[1].split("id='planned'")[0]
+    overview = text.split("id='overview'")[1].split("<h2")[0]
     n_impl = sum(m.status == "implemented" for m in all_methods())
     assert overview.count("<tr>") == n_impl + 1
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from optarium.harness.stats import mean_sd, mean_se, paired_effect, records_final
+from optarium.harness.stats import mean_sd, mean_se, paired_bootstrap, paired_effect, records_final
 
 
 def test_mean_sd_matches_hand_computation() -> None:
@@ -71,3 +71,38 @@ def test_mean_sd_of_huge_and_non_finite_values_does_not_raise() -> None:
     assert math.isnan(m) and math.isnan(sd)
     m, sd = mean_sd([1.0, 2.0, 4.0])  # the scaled form changes nothing at ordinary magnitudes
     assert sd == pytest.approx(math.sqrt(7 / 3), rel=1e-15)
+
+
+def test_paired_bootstrap_mean_interval_strata_and_seed() -> None:
+    a = [1, 0, 1, 1, 0, 1, 1, 1, 0, 1] * 20
+    b = [0, 0, 1, 0, 0, 1, 0, 1, 1, 0] * 20
+    r = paired_bootstrap(a, b, n_boot=4000, seed=3)
+    d = [x - y for x, y in zip(a, b, strict=True)]
+    m, se = mean_se(d)
+    assert r["mean"] == pytest.approx(m) and r["n"] == 200
+    # a percentile interval of a mean of 200 pairs: close to mean -/+ 1.96 SE
+    assert r["lo"] == pytest.approx(m - 1.96 * se, abs=0.25 * se)
+    assert r["hi"] == pytest.approx(m + 1.96 * se, abs=0.25 * se)
+    assert paired_bootstrap(a, b, n_boot=4000, seed=3) == r
+    assert paired_bootstrap(a, b, n_boot=4000, seed=4) != r
+    same = paired_bootstrap(a, a, n_boot=50)
+    assert same["mean"] == same["lo"] == same["hi"] == 0.0
+    # resampling within strata keeps each stratum's size: two constant strata give a zero-width interval
+    a2, b2 = [1.0] * 10 + [0.0] * 10, [0.0] * 20
+    strat = paired_bootstrap(a2, b2, strata=["x"] * 10 + ["y"] * 10, n_boot=500)
+    assert strat["lo"] == pytest.approx(0.5) and strat["hi"] == pytest.approx(0.5)
+    free = paired_bootstrap(a2, b2, n_boot=500)
+    assert free["lo"] < 0.45 and free["hi"] > 0.55
+    empty = paired_bootstrap([], [])
+    assert empty["n"] == 0 and math.isnan(empty["mean"]) and math.isnan(empty["lo"])
+
+
+def test_paired_bootstrap_bad_input() -> None:
+    with pytest.raises(ValueError, match="same length"):
+        paired_bootstrap([1.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="strata"):
+        paired_bootstrap([1.0, 2.0], [1.0, 2.0], strata=["a"])
+    with pytest.raises(ValueError, match="n_boot"):
+        paired_bootstrap([1.0], [1.0], n_boot=0)
+    with pytest.raises(ValueError, match="level"):
+        paired_bootstrap([1.0], [1.0], level=1.0)

@@ -16,6 +16,15 @@ needs_gcc = pytest.mark.skipif(not HAS_GCC, reason="gcc is not on PATH: the C ev
 # small shapes (odd ones included) so a subprocess evaluation takes well under a second
 SMALL_MM = kf.KernelTask("matmul", (32, 32, 32), ((33, 31, 35), (16, 16, 16)), 1e-4, 1e-4)
 SMALL_SM = kf.KernelTask("softmax", (64, 64), ((63, 33), (16, 32)), 1e-4, 1e-5)
+SMALL_LN = kf.KernelTask("layernorm", (64, 64), ((63, 33), (16, 32)), 1e-4, 1e-5)
+SMALL_CV = kf.KernelTask("conv2d", (8, 16, 16, 8), ((5, 7, 9, 3), (4, 8, 8, 4)), 1e-4, 1e-5)
+SMALL = {"matmul": SMALL_MM, "softmax": SMALL_SM, "layernorm": SMALL_LN, "conv2d": SMALL_CV}
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    """One compile cache per module: a kernel source is compiled once, whichever test needs it."""
+    return tmp_path_factory.mktemp("kf-cache")
 
 
 # ------------------------------------------------------------------------------------------ archive
@@ -114,32 +123,139 @@ def test_descriptor_table(snippet: str, levels: tuple[int, int, int]) -> None:
 
 def test_rendered_kernels_span_the_grid() -> None:
     d = kf.RegexDescriptor()
-    cells = set()
-    for task in ("matmul", "softmax"):
+    cells, per_task = set(), {}
+    for task in ("matmul", "softmax", "layernorm", "conv2d"):
         space = kf._space(task)
+        per_task[task] = set()
         for vals in itertools.product(*space.values()):
-            cells.add(d(kf.render(task, {**dict(zip(space, vals, strict=True)), "bug": None})))
+            per_task[task].add(d(kf.render(task, {**dict(zip(space, vals, strict=True)), "bug": None})))
+        cells |= per_task[task]
     assert len(cells) >= 20 and all(0 <= v <= 3 for c in cells for v in c)
+    # the new tasks: layer norm reaches compute levels 0-2 (three-pass, fused fmaf, Welford online);
+    # the convolution every memory level (restrict, h0 row tiles, prefetch) and collapse(2)
+    assert {c[1] for c in per_task["layernorm"]} == {0, 1, 2}
+    assert {c[0] for c in per_task["conv2d"]} == {0, 1, 2, 3}
+    assert {c[2] for c in per_task["conv2d"]} == {0, 1, 2, 3}
+    assert len(per_task["layernorm"]) >= 20 and len(per_task["conv2d"]) >= 20
+
+
+# ------------------------------------------------------------------------------------------ new tasks
+_GOOD = {  # correct variants covering every structural branch of the two templates
+    "layernorm": [
+        {"algo": "three", "simd": True, "restrict": True, "omp": 1, "unroll": 4},
+        {"algo": "fused", "simd": True, "omp": 1, "unroll": 2, "prefetch": True},
+        {"algo": "welford", "restrict": True, "unroll": 4},
+    ],
+    "conv2d": [
+        {"simd": True, "fma": True, "omp": 2, "unroll": 4, "prefetch": True},
+        {"order": "row", "restrict": True, "simd": True, "omp": 2, "unroll": 4, "fma": True},
+        {"tile": 4, "restrict": True, "simd": True, "omp": 1, "unroll": 2, "prefetch": True},
+    ],
+}
+_WRONG = {  # deliberately wrong: the bias dropped / the padding offset lost
+    "layernorm": ("* G[j] + Bt[j];", "* G[j];"),
+    "conv2d": ("int ih = oh + kh - 1;", "int ih = oh + kh;"),
+}
+
+
+@pytest.fixture(scope="module")
+def new_task_evaluators(cache_dir):
+    """One C evaluator per new task (OMP_NUM_THREADS=2), shared by the tests: the seed is timed once."""
+    return {n: kf.CEvaluator(SMALL[n], threads=2, repeats=1, workdir=cache_dir) for n in _GOOD}
+
+
+@needs_gcc
+@pytest.mark.parametrize(("name", "i"), [(n, i) for n in ("layernorm", "conv2d") for i in range(-1, 3)])
+def test_new_task_correct_variants_pass_the_gate(name, i, new_task_evaluators) -> None:
+    task, ev = SMALL[name], new_task_evaluators[name]
+    src = kf.render(name, {**task.seed_ir(), **(_GOOD[name][i] if i >= 0 else {})})  # -1: the seed
+    r = ev(src)
+    assert r.perf_score == 5 and r.speedup > 0 and r.runtime_ms > 0, r.log
+    assert all(0 <= v <= 3 for v in kf.RegexDescriptor()(src))
+
+
+@needs_gcc
+@pytest.mark.parametrize("name", ["layernorm", "conv2d"])
+def test_new_task_wrong_variant_is_rejected(name, new_task_evaluators) -> None:
+    src = kf.render(name, {**SMALL[name].seed_ir(), **_GOOD[name][0]})
+    old, new = _WRONG[name]
+    assert old in src
+    r = new_task_evaluators[name](src.replace(old, new))
+    assert r.perf_score == 4 and r.fitness == 4.0 and "wrong values" in r.log
+    with pytest.raises(ValueError, match="sources"):
+        new_task_evaluators[name].time_interleaved([])
+
+
+def test_reference_outputs_match_direct_formulas() -> None:
+    from optarium.kernels._cworker import make_inputs, out_shape
+
+    x, g, b = (a.astype(np.float64) for a in make_inputs("layernorm", [5, 7], 0))
+    mu, var = x.mean(1, keepdims=True), x.var(1, keepdims=True)
+    np.testing.assert_allclose(
+        kf.reference("layernorm", [x, g, b]), (x - mu) / np.sqrt(var + 1e-5) * g + b, rtol=1e-12
+    )
+    shape = [3, 5, 6, 2]  # (CI, H, W, CO)
+    x, w, bias = (a.astype(np.float64) for a in make_inputs("conv2d", shape, 0))
+    xp = np.pad(x[0], ((0, 0), (1, 1), (1, 1)))
+    want = np.zeros(out_shape("conv2d", shape))
+    for co, oh, ow in itertools.product(range(2), range(5), range(6)):
+        want[0, co, oh, ow] = bias[co] + (xp[:, oh : oh + 3, ow : ow + 3] * w[co]).sum()
+    np.testing.assert_allclose(kf.reference("conv2d", [x, w, bias]), want, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="task"):
+        kf.reference("conv3d", [x])
+
+
+@pytest.mark.parametrize("name", ["layernorm", "conv2d"])
+def test_new_tasks_on_the_cost_model_and_the_search(name) -> None:
+    task = getattr(kf.tasks, name)()
+    ev = kf.CostModelEvaluator(task)
+    assert ev(task.seed_ir()).fitness == pytest.approx(6.0)
+    best = {**task.seed_ir(), **_GOOD[name][0], "restrict": True, "omp": 1}
+    assert ev(best).speedup > 2.0 and ev({**best, "bug": "remainder"}).fitness == 4.0
+    # proposals aimed at a target cell land there far more often than untargeted ones
+    m, d, rng = kf.RuleMutator(task, bug_rate=0.0), kf.RegexDescriptor(), np.random.default_rng(0)
+    target, axis, level = ((0, 2, 0), 1, 2) if name == "layernorm" else ((2, 1, 3), 2, 3)
+    hit = [
+        d(kf.render(name, m.propose(task.seed_ir(), (), target, None, rng)))[axis] == level
+        for _ in range(100)
+    ]
+    free = [
+        d(kf.render(name, m.propose(task.seed_ir(), (), None, None, rng)))[axis] == level for _ in range(100)
+    ]
+    assert np.mean(hit) > 0.6 and np.mean(hit) > np.mean(free) + 0.4
+    r1, r2 = (kf.KernelFoundry(task, seed=2).run(40) for _ in range(2))
+    assert r1.history == r2.history and r1.value > 6.0 and r1.extras["perf_score"] == 5
+    assert all(0 <= v <= 3 for c in r1.extras["archive"].elites for v in c)
 
 
 # ------------------------------------------------------------------------------------------ bugs
 @needs_gcc
-@pytest.mark.parametrize("task", [SMALL_MM, SMALL_SM], ids=["matmul", "softmax"])
-def test_remainder_bug_passes_powers_of_two_fails_odd(task, tmp_path) -> None:
+@pytest.mark.parametrize("name", ["matmul", "softmax", "layernorm", "conv2d"])
+def test_remainder_bug_passes_powers_of_two_fails_odd(name, cache_dir) -> None:
+    task = SMALL[name]
     bug = kf.render(task.name, {**task.seed_ir(), "bug": "remainder", "unroll": 4})
     even = kf.KernelTask(task.name, task.time_shape, (task.check_shapes[1],), task.rtol, task.atol)
-    assert kf.CEvaluator(even, threads=1, repeats=1, workdir=tmp_path)(bug).perf_score == 5
-    assert kf.CEvaluator(task, threads=1, repeats=1, workdir=tmp_path)(bug).perf_score in (3, 4)
+    assert kf.CEvaluator(even, threads=1, repeats=1, workdir=cache_dir)(bug).perf_score == 5
+    assert kf.CEvaluator(task, threads=1, repeats=1, workdir=cache_dir)(bug).perf_score in (3, 4)
+
+
+_RACE_OK = {
+    "softmax": {"algo": "fused", "simd": True, "omp": 1, "restrict": True},
+    "layernorm": _GOOD["layernorm"][1],
+    "conv2d": _GOOD["conv2d"][1],
+}
 
 
 @needs_gcc
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="races rarely show with fewer than 2 cores")
-def test_race_bug_is_caught_with_two_threads(tmp_path) -> None:
-    ev = kf.CEvaluator(SMALL_SM, threads=2, repeats=1, workdir=tmp_path)
-    bug = kf.render("softmax", {**SMALL_SM.seed_ir(), "bug": "race"})
+@pytest.mark.parametrize("name", ["softmax", "layernorm", "conv2d"])
+def test_race_bug_is_caught_with_two_threads(name, cache_dir) -> None:
+    task = SMALL[name]
+    ev = kf.CEvaluator(task, threads=2, repeats=1, workdir=cache_dir)
+    bug = kf.render(name, {**task.seed_ir(), "bug": "race"})
+    assert "omp parallel for" in bug
     assert any(ev(bug).perf_score == 4 for _ in range(5))
-    ok = {**SMALL_SM.seed_ir(), "algo": "fused", "simd": True, "omp": 1, "restrict": True}
-    assert ev(kf.render("softmax", ok)).perf_score == 5
+    assert ev(kf.render(name, {**task.seed_ir(), **_RACE_OK[name]})).perf_score == 5
 
 
 def test_mutator_injects_bugs_at_its_rate() -> None:
@@ -258,6 +374,10 @@ def test_bad_input() -> None:
         kf.gated(6, 1.0)
     with pytest.raises(ValueError, match="task"):
         kf.render("conv", {})
+    with pytest.raises(ValueError, match="rows"):
+        kf.tasks.layernorm(0, 16)
+    with pytest.raises(ValueError, match="channels"):
+        kf.tasks.conv2d(0)
     with pytest.raises(TypeError, match="source"):
         kf.RegexDescriptor()(3)
     s = kf.KernelFoundry(kf.tasks.matmul())

@@ -86,7 +86,7 @@ def _pair_grad(model, loo: bool) -> tuple[float, float]:
     vals = [v.clone().requires_grad_(True) for v in st.values]
     st2 = ct.ContextState(keys, vals, st.prefix_len, st.spans)
     ids, tgt, km = tu._batch([tu.pair_ids(*DEMOS[0])], st.prefix_len)
-    km[:, : st.prefix_len] = tu.train_masks(st, 1, ids.shape[1], None, loo)
+    km[:, : st.prefix_len] = tu.train_masks(st, 1, None, loo)
     tu._nll(st2, ids, tgt, km).sum().backward()
     a, b = st.spans[0]
     own = sum(float(k.grad[..., a:b, :].abs().sum()) for k in keys + vals)
@@ -119,7 +119,7 @@ def test_determinism_and_dropout(model):
     c, d = tu.fit(DEMOS, seed=5), tu.fit(DEMOS, seed=5)
     assert c.losses == d.losses
     st = tu.init_state(DEMOS)
-    m = tu.train_masks(st, 50, 1, torch.Generator().manual_seed(0), False)
+    m = tu.train_masks(st, 50, torch.Generator().manual_seed(0), False)
     n = m.numel()
     assert abs(float((~m).sum()) - n / 2) < 4 * math.sqrt(n / 4)
     # inference never drops: scores are deterministic
@@ -188,3 +188,130 @@ def test_bad_input(model):
         ct.ContextTuner(short, tok).init_state(DEMOS * 3)
     with pytest.raises(ValueError, match="method"):
         ct.evaluate(tu, llm_tasks.remapped_sentiment(2, 2), "nope")
+
+
+# -- CT-Prompt and Lester prompt tuning ---------------------------------------------------------------
+
+
+def _demo_batch(tu, st, pairs, loo):
+    ids, tgt, km = tu._batch([tu.pair_ids(x, y) for x, y in pairs], st.prefix_len)
+    km[:, : st.prefix_len] = tu.train_masks(st, len(pairs), None, loo)
+    return ids, tgt, km
+
+
+def test_ct_prompt_step0_is_icl(model):
+    tu = ct.ContextTuner(model, CharTok(), steps=0, token_dropout=0.0)
+    icl, pr = tu.init_state(DEMOS), tu.init_prompt(DEMOS)
+    assert pr.prompt is not None and pr.prompt.shape == (icl.prefix_len, 32) and pr.spans == icl.spans
+    # the prompt is exactly the demos' token embeddings, so its cache is the ICL cache
+    ids = [t for x, y in DEMOS for part in tu.pair_ids(x, y) for t in part]
+    assert torch.equal(pr.prompt, model.get_input_embeddings()(torch.tensor(ids)))
+    for a, b in zip(icl.keys + icl.values, pr.keys + pr.values, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
+    q = ["ij", "ab"]
+    torch.testing.assert_close(
+        tu.score_options(pr, q, ["x", "y"]), tu.score_options(icl, q, ["x", "y"]), atol=1e-12, rtol=0
+    )
+    # the training path ([P; pair] through all layers) gives CT-KV's step-0 loss when nothing is masked
+    ids_, tgt, km = _demo_batch(tu, icl, DEMOS, False)
+    torch.testing.assert_close(
+        tu._prompt_nll(pr.prompt, ids_, tgt, km), tu._nll(icl, ids_, tgt, km), atol=1e-10, rtol=0
+    )
+    # ... and differs once leave-one-out hides pair i (otherwise the mask would be a no-op)
+    _, _, km_loo = _demo_batch(tu, icl, DEMOS, True)
+    assert not torch.allclose(tu._prompt_nll(pr.prompt, ids_, tgt, km_loo), tu._nll(icl, ids_, tgt, km))
+
+
+def _prompt_loss(tu, P, st, loo):
+    ids, tgt, km = _demo_batch(tu, st, DEMOS, loo)
+    return tu._prompt_nll(P, ids, tgt, km)
+
+
+def test_ct_prompt_leave_one_out_has_no_leak(model):
+    tu = ct.ContextTuner(model, CharTok(), steps=0, token_dropout=0.0)
+    st = tu.init_prompt(DEMOS)
+    a, b = st.spans[1]
+    P2 = st.prompt.clone()
+    P2[a:b] = torch.randn(b - a, P2.shape[1], generator=torch.Generator().manual_seed(3), dtype=P2.dtype)
+    base, moved = _prompt_loss(tu, st.prompt, st, True), _prompt_loss(tu, P2, st, True)
+    # pair 1's loss ignores its own prompt positions entirely (also through later prompt positions) ...
+    assert float(base[1]) == pytest.approx(float(moved[1]), abs=1e-12)
+    # ... while the other pairs see the change, and without leave-one-out pair 1 does too
+    assert float((base[[0, 2, 3]] - moved[[0, 2, 3]]).abs().min()) > 1e-8
+    off, off_moved = _prompt_loss(tu, st.prompt, st, False), _prompt_loss(tu, P2, st, False)
+    assert abs(float(off[1] - off_moved[1])) > 1e-8
+    # gradient of pair 1's loss w.r.t. its own prompt rows is exactly zero
+    P = st.prompt.clone().requires_grad_(True)
+    _prompt_loss(tu, P, st, True)[1].backward()
+    assert float(P.grad[a:b].abs().sum()) == 0.0 and float(P.grad[:a].abs().sum()) > 0
+
+
+def test_ct_prompt_trains_only_the_prompt(model):
+    before = [p.clone() for p in model.parameters()]
+    tu = ct.ContextTuner(model, CharTok(), steps=30, lr=0.05, token_dropout=0.0, grad_clip=100.0)
+    st0 = tu.init_prompt(DEMOS)
+    st = tu.fit(DEMOS, state=st0, seed=0)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+    assert all(p.grad is None for p in model.parameters())
+    assert st.prompt is not None and not st.prompt.requires_grad
+    assert not torch.equal(st.prompt, st0.prompt) and torch.equal(st0.prompt, tu.init_prompt(DEMOS).prompt)
+    assert len(st.losses) == 30 and st.losses[-1] < st.losses[0] - 0.1  # ~0.15 here; ~0 if P never moved
+    # the tuned state's cache is the tuned prompt's cache: scoring equals a single pass over [P; query]
+    q, o = tu.pair_ids("ij", "x")
+    x = torch.cat([st.prompt, model.get_input_embeddings()(torch.tensor(q + o))])[None]
+    full = torch.log_softmax(model(inputs_embeds=x).logits[0, st.prefix_len :], -1)
+    ref = -torch.stack([full[len(q) - 1 + j, t] for j, t in enumerate(o)]).mean()
+    assert float(tu.score_options(st, "ij", ["x"])[0]) == pytest.approx(float(ref), abs=1e-10)
+    # determinism under the seed with dropout on
+    tu.steps, tu.token_dropout = 3, 0.3
+    assert tu.fit(DEMOS, state=st0, seed=4).losses == tu.fit(DEMOS, state=st0, seed=4).losses
+
+
+def test_lester_init_from_vocab_and_labels(model):
+    tu = ct.ContextTuner(model, CharTok(), steps=0)
+    E = model.get_input_embeddings().weight
+    P = ct.lester_init(tu, 12, seed=1, vocab_top=20)
+    # every row is the embedding of one of the first 20 ids
+    hit = (P[:, None] == E[None]).all(-1)
+    assert bool(hit.any(1).all()) and bool(hit[:, :20].any(1).all())
+    assert torch.equal(P, ct.lester_init(tu, 12, seed=1, vocab_top=20))
+    assert not torch.equal(P, ct.lester_init(tu, 12, seed=2, vocab_top=20))
+    L = ct.lester_init(tu, 5, seed=1, labels=["x", "yz"])
+    torch.testing.assert_close(L[0], E[tu._ids("x")[0]])
+    torch.testing.assert_close(L[1], E[tu._ids("yz")].mean(0))
+    st = tu.init_prompt(prompt_embeds=L)
+    assert st.prefix_len == 5 and st.spans == [] and torch.equal(st.prompt, L)
+    for bad, kw, name in [
+        (0, {}, "n_virtual"),
+        (1, {"labels": ["x", "y"]}, "labels"),
+        (3, {"vocab_top": 0}, "vocab_top"),
+    ]:
+        with pytest.raises(ValueError, match=name):
+            ct.lester_init(tu, bad, **kw)
+
+
+def test_prompt_methods_evaluate_and_bad_input(model):
+    task = llm_tasks.remapped_sentiment(3, 4, seed=0, labels=("x", "y"))
+    tu = ct.ContextTuner(model, CharTok(), steps=2, token_dropout=0.0)
+    L = len(tu._demo_ids(task.demos)[0])
+    for m in ("ct_prompt", "prompt_tuning"):
+        r = ct.evaluate(tu, task, m, seed=0)
+        assert len(r.extras["correct"]) == 4 and len(r.extras["losses"]) == 2
+    r = ct.evaluate(tu, task, "prompt_tuning", seed=0, n_virtual=6)
+    assert r.n_iter == 2
+    assert ct.work_counts("prompt", 4, 8, 2, 32, prompt_len=6)["tokens"] == 4 * (6 + 8) * 2
+    assert L > 6
+    with pytest.raises(ValueError, match="prompt_embeds"):
+        tu.init_prompt(prompt_embeds=torch.zeros(3, 31, dtype=torch.float64))
+    with pytest.raises(ValueError, match="prompt_embeds"):
+        tu.init_prompt(prompt_embeds=torch.zeros(3, dtype=torch.float64))
+    with pytest.raises(TypeError, match="prompt_embeds"):
+        tu.init_prompt(prompt_embeds=[[0.0] * 32])
+    with pytest.raises(ValueError, match="demos"):
+        tu.init_prompt([])
+    with pytest.raises(ValueError, match="context"):
+        ct.ContextTuner(tiny(max_pos=16), CharTok()).init_prompt(DEMOS * 3)
+    with pytest.raises(ValueError, match="spans"):
+        tu.fit(DEMOS, state=tu.init_prompt(prompt_embeds=torch.zeros(3, 32, dtype=torch.float64)))
+    with pytest.raises(ValueError, match="prompt_len"):
+        ct.work_counts("prompt", 2, 2, 1, 1, prompt_len=0)

@@ -335,3 +335,199 @@ def test_gymnasium_env_matches_batched_dynamics():
     assert abs(m + 53.0) < 4 * 30 * math.sqrt(0.75) / math.sqrt(400)
     with pytest.raises(ValueError, match="action"):
         env.step(7)
+
+
+# --- budget advantage and the other CVaR baselines --------------------------------------------------------
+
+
+def _two_step(n: int, seed: int):
+    """s0 -a0-> s1 = a0 -a1-> end; Gaussian rewards; returns the sample and the exact CDFs as closures."""
+    th0 = torch.tensor([0.2, -0.1], dtype=D, requires_grad=True)
+    th1 = torch.tensor([[0.1, -0.3], [0.4, 0.0]], dtype=D, requires_grad=True)
+    mu0, sd0 = torch.tensor([0.0, 0.3], dtype=D), torch.tensor([1.0, 0.5], dtype=D)
+    mu1 = torch.tensor([[0.0, 0.5], [-0.2, 0.4]], dtype=D)
+    sd1 = torch.tensor([[1.0, 2.0], [0.7, 1.5]], dtype=D)
+    g = torch.Generator().manual_seed(seed)
+    p0, p1 = torch.softmax(th0.detach(), 0), torch.softmax(th1.detach(), 1)
+    a0 = torch.multinomial(p0, n, replacement=True, generator=g)
+    r0 = mu0[a0] + sd0[a0] * torch.randn(n, generator=g, dtype=D)
+    a1 = torch.multinomial(p1[a0], 1, generator=g).squeeze(1)
+    r1 = mu1[a0, a1] + sd1[a0, a1] * torch.randn(n, generator=g, dtype=D)
+    score0 = torch.nn.functional.one_hot(a0, 2).to(D) - p0
+    score1 = torch.zeros(n, 2, 2, dtype=D)
+    score1[torch.arange(n), a0] = torch.nn.functional.one_hot(a1, 2).to(D) - p1[a0]
+
+    def f1(s1: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        return (p1[s1] * torch.special.ndtr((c[:, None] - mu1[s1]) / sd1[s1])).sum(1)
+
+    def f0(c: float, t0: torch.Tensor, t1: torch.Tensor) -> torch.Tensor:
+        q0, q1 = torch.softmax(t0, 0), torch.softmax(t1, 1)
+        sd = torch.sqrt(sd0[:, None] ** 2 + sd1**2)
+        return (q0[:, None] * q1 * torch.special.ndtr((c - mu0[:, None] - mu1) / sd)).sum()
+
+    def tail(c: float, t0: torch.Tensor, t1: torch.Tensor) -> torch.Tensor:
+        """E[min(R - c, 0)] exactly."""
+        q0, q1 = torch.softmax(t0, 0), torch.softmax(t1, 1)
+        m, sd = mu0[:, None] + mu1, torch.sqrt(sd0[:, None] ** 2 + sd1**2)
+        z = (c - m) / sd
+        return (
+            q0[:, None]
+            * q1
+            * ((m - c) * torch.special.ndtr(z) - sd * torch.exp(-0.5 * z * z) / math.sqrt(2 * math.pi))
+        ).sum()
+
+    rewards = torch.stack([r0, r1], 1)
+    return dict(
+        th0=th0, th1=th1, a0=a0, rewards=rewards, score0=score0, score1=score1, f1=f1, f0=f0, tail=tail
+    )
+
+
+def _check_mean(est: torch.Tensor, exact: torch.Tensor) -> None:
+    m, se = est.mean(0), est.std(0) / math.sqrt(est.shape[0])
+    assert bool(((m - exact).abs() <= 4 * se + 1e-4).all()), (m, exact, se)
+
+
+def test_budget_advantage_is_unbiased_for_the_var_direction():
+    n, qv = 200_000, -0.8
+    e = _two_step(n, 11)
+    q = torch.tensor([qv], dtype=D)
+    c_now, c_next = cq.risk_budgets(e["rewards"], q)
+    assert torch.allclose(c_now[:, 1, 0], qv - e["rewards"][:, 0]) and torch.allclose(
+        c_now[:, 0, 0], q.expand(n)
+    )
+    f_now = torch.stack(
+        [e["f0"](qv, e["th0"], e["th1"]).detach().expand(n), e["f1"](e["a0"], c_now[:, 1, 0])], 1
+    )
+    f_next = torch.stack([e["f1"](e["a0"], c_next[:, 0, 0]), torch.full((n,), 0.5, dtype=D)], 1)
+    dones = torch.tensor([[False, True]]).expand(n, 2)
+    A = cq.budget_advantage(f_now[..., None], f_next[..., None], c_next, dones)
+    R = e["rewards"].sum(1)
+    # telescoping: sum_t A_t = F_{s0}(q) - 1{R <= q}
+    assert torch.allclose(A.sum(1), f_now[:, 0] - (R <= qv).to(D))
+    est = torch.cat([A[:, :1] * e["score0"], A[:, 1:2] * e["score1"].reshape(n, 4)], 1)
+    (g0, g1) = torch.autograd.grad(-e["f0"](qv, e["th0"], e["th1"]), (e["th0"], e["th1"]))
+    _check_mean(est, torch.cat([g0, g1.reshape(4)]))
+
+
+def test_predictive_cvar_weights_unbiased_and_cvar_pg_limit():
+    n, qv = 200_000, -0.8
+    e = _two_step(n, 12)
+    rew = e["rewards"]
+    R = rew.sum(1)
+    ind = (R <= qv).to(D)
+    xi = torch.stack([e["f1"](e["a0"], qv - rew[:, 0]), ind], 1)
+    W = cq.predictive_cvar_weights(rew, xi, qv)
+    est = torch.cat([W[:, :1] * e["score0"], W[:, 1:2] * e["score1"].reshape(n, 4)], 1)
+    (g0, g1) = torch.autograd.grad(e["tail"](qv, e["th0"], e["th1"]), (e["th0"], e["th1"]))
+    _check_mean(est, torch.cat([g0, g1.reshape(4)]))
+    # limit: the terminal indicator as the "prediction" gives CVaR-PG's (R - q) 1{R <= q} at every step
+    W_ind = cq.predictive_cvar_weights(rew, ind[:, None].expand(n, 2), qv)
+    assert torch.allclose(W_ind, ((R - qv) * ind)[:, None].expand(n, 2))
+
+
+def test_tabular_budget_advantage_telescopes_on_the_grid():
+    env = GuardedGrid(p=0.3, horizon=12)
+    g = torch.Generator().manual_seed(13)
+    probs = torch.softmax(torch.randn(env.n_cells, 4, generator=g, dtype=D), 1)
+    ro = env.rollout(probs, 64, g)
+    V = torch.sort(torch.randn(env.n_cells, 13, 16, generator=g, dtype=D) * 5 - 10, 2).values
+    V[:, 0] = 0.0
+    q = torch.tensor([-12.0, -31.0], dtype=D)
+    A = cq.tabular_budget_advantage(V, ro, q)
+    f0 = cq.quantile_cdf(V[env.start, 12].expand(64, 16), q.expand(64, 2)).mean(1)
+    ind = (ro["returns"][:, None] <= q).to(D).mean(1)
+    assert torch.allclose(A.sum(1), f0 - ind)
+    assert bool((A[~ro["mask"]] == 0).all())
+
+
+def test_quantile_cdf_inverts_the_grid():
+    n_u = 20
+    grid = (torch.arange(n_u, dtype=D) + 0.5) / n_u  # quantiles of U(0, 1)
+    c = torch.tensor([[-0.1, 0.0, 0.26, 0.5, 0.999, 1.2]], dtype=D)
+    F = cq.quantile_cdf(grid[None], c)
+    assert F.tolist()[0] == pytest.approx([0.0, 0.0, 0.25, 0.5, 1.0, 1.0])
+    assert cq.quantile_cdf(grid[None], torch.tensor([[0.02]], dtype=D), tol=0.01).item() == pytest.approx(
+        0.05
+    )
+
+
+def test_budget_mode_lam_zero_is_cvar_pg_and_runs():
+    env = GuardedGrid(horizon=10)
+    res = cq.train(
+        env, alpha=0.25, lam=0.0, n_episodes=8, iters=4, eval_every=100, seed=3, quantile_advantage="budget"
+    )
+    assert torch.allclose(res.x, _manual_cvar_pg(env, 4, 8, 0.25, 0.1, 3), atol=1e-12)
+    kw = dict(alpha=0.25, lam=1.0, n_episodes=8, iters=4, eval_every=2, seed=5)
+    a = cq.train(env, quantile_advantage="budget", **kw)
+    b = cq.train(env, quantile_advantage="budget", **kw)
+    loc = cq.train(env, quantile_advantage="local", **kw)
+    assert torch.equal(a.x, b.x) and not torch.equal(a.x, loc.x)
+    assert all(math.isfinite(x) and x > 0 for x in a.history.metrics["grad_norm_q"][1:])
+
+
+def test_rollout_guard_probability_override_and_counts():
+    env = GuardedGrid(p=0.05, horizon=15)
+    probs = torch.zeros(env.n_cells, 4, dtype=D)
+    probs[:, 1] = 1.0  # the short route: 3 guarded entries
+    base = env.rollout(probs, 50, torch.Generator().manual_seed(1))
+    same = env.rollout(probs, 50, torch.Generator().manual_seed(1), p=torch.full((50,), 0.05, dtype=D))
+    assert all(torch.equal(base[k], same[k]) for k in base)
+    assert base["entries"].tolist() == [3] * 50
+    assert torch.equal(base["returns"], -8.0 - 30.0 * base["hits"].to(D))
+    pv = torch.cat([torch.zeros(25, dtype=D), torch.ones(25, dtype=D)])
+    mixed = env.rollout(probs, 50, torch.Generator().manual_seed(1), p=pv)
+    assert mixed["hits"].tolist() == [0] * 25 + [3] * 25
+
+
+def test_cesor_pieces():
+    assert cq.soft_risk_level(0, 100, 0.1, 0.6) == 1.0
+    assert cq.soft_risk_level(30, 100, 0.1, 0.6) == pytest.approx(0.55)
+    assert cq.soft_risk_level(60, 100, 0.1, 0.6) == 0.1 == cq.soft_risk_level(5, 100, 0.1, 0.0)
+    from optarium.rl.cvar_quantile import _ce_update
+
+    R = torch.tensor([-10.0, -9.0, -100.0, -70.0, -8.0, -40.0, -9.0, -8.0, -8.0, -8.0], dtype=D)
+    entries = torch.tensor([3, 3, 3, 3, 3, 0, 3, 3, 3, 3], dtype=D)
+    hits = torch.tensor([0, 0, 3, 2, 0, 0, 0, 0, 0, 0], dtype=D)
+    w = torch.tensor([1, 1, 0.5, 2.0, 1, 1, 1, 1, 1, 1], dtype=D)
+    # n_orig = 2: q_ref = quantile([-10, -9], 0.1) = -9.9; q_int = quantile(R, 0.16) ~ -61; elite R < -9.9
+    phi = _ce_update(R, entries, hits, w, n_orig=2, alpha=0.1, internal_alpha=0.2, phi=0.05)
+    # elite {-10 (w 1, 0/3), -100 (w .5, 3/3), -70 (w 2, 2/3), -40 (no entries)}: weighted hits / entries
+    assert phi == pytest.approx((0.5 * 3 + 2 * 2) / (1 * 3 + 0.5 * 3 + 2 * 3))
+    assert _ce_update(R, entries * 0, hits * 0, w, 2, 0.1, 0.2, 0.3) == 0.3
+
+
+@pytest.mark.parametrize("method", ["cesor", "mix", "pcvar"])
+def test_cvar_baselines_deterministic(method):
+    env = GuardedGrid(horizon=10)
+    a = cq.train(env, method, alpha=0.25, n_episodes=8, iters=3, eval_every=2, seed=1)
+    b = cq.train(env, method, alpha=0.25, n_episodes=8, iters=3, eval_every=2, seed=1)
+    assert torch.equal(a.x, b.x) and a.extras["evals"] == b.extras["evals"]
+    assert torch.allclose(a.x.sum(1), torch.ones(22, dtype=D)) and bool((a.x > 0).all())
+    assert not torch.allclose(a.x, torch.full_like(a.x, 0.25))  # it moved
+
+
+def test_mix_policy_limits():
+    from optarium.rl.cvar_quantile import _mix_probs
+
+    g = torch.Generator().manual_seed(2)
+    p = torch.randn(22, 9, generator=g, dtype=D)
+    p[:, 0] = 50.0
+    assert torch.allclose(_mix_probs(p), torch.softmax(p[:, 1:5], 1))
+    p[:, 0] = -50.0
+    assert torch.allclose(_mix_probs(p), torch.softmax(p[:, 5:9], 1))
+
+
+def test_new_bad_input():
+    env = GuardedGrid(horizon=5)
+    with pytest.raises(ValueError, match="quantile_advantage"):
+        cq.train(env, quantile_advantage="global", iters=1)
+    with pytest.raises(ValueError, match="budget_tol"):
+        cq.train(env, budget_tol=-1.0, iters=1)
+    with pytest.raises(ValueError, match="ce_w_clip"):
+        cq.train(env, "cesor", ce_w_clip=0.5, iters=1)
+    with pytest.raises(ValueError, match="gamma"):
+        cq.train(env, "pcvar", gamma=0.0, iters=1)
+    with pytest.raises(ValueError, match="tol"):
+        cq.quantile_cdf(torch.zeros(1, 3), torch.zeros(1, 1), tol=-0.1)
+    with pytest.raises(ValueError, match="c:"):
+        cq.quantile_cdf(torch.zeros(2, 3), torch.zeros(1, 1))

@@ -83,13 +83,27 @@ def test_nonzero_gradient_where_ppo_is_zero() -> None:
     old = torch.zeros(1, dtype=D)
     lp = torch.log(torch.tensor([3.0], dtype=D))
     adv = torch.ones(1, dtype=D)
-    _, g_ppo, _d_ppo = _grad(ppo_clip_loss, lp, old, adv)
-    assert float(g_ppo.abs().max()) == 0.0
+    _, g_ppo, d_ppo = _grad(ppo_clip_loss, lp, old, adv)
+    assert float(g_ppo.abs().max()) == 0.0 and float(d_ppo["zero_grad_frac"]) == 1.0
     _, g, d = _grad(gipo_loss, lp, old, adv)
     assert float(-g) == pytest.approx(math.exp(-0.5 * math.log(3) ** 2) * 3, rel=1e-12)
     assert float(d["zero_grad_frac"]) == 0.0
     _, _, d_dual = _grad(dual_clip_loss, lp, old, adv)
     assert float(d_dual["zero_grad_frac"]) == 1.0
+
+
+def test_zero_grad_frac_matches_the_autograd_zero_pattern() -> None:
+    # token-mean losses are separable: sample i has no gradient iff d loss / d logp_i == 0
+    lp, old, adv = _batch(n=60, spread=0.5)
+    adv[:4] = 0.0
+    for fn, kw in (
+        (ppo_clip_loss, {"clip_eps": 0.1}),
+        (ppo_clip_loss, {"clip_eps": 0.2}),
+        (dual_clip_loss, {}),
+    ):
+        _, g, d = _grad(fn, lp, old, adv, **kw)
+        frac = float((g == 0).to(D).mean())
+        assert 0.0 < frac < 1.0 and float(d["zero_grad_frac"]) == pytest.approx(frac, abs=1e-15), (fn, kw)
 
 
 def test_asymmetric_sigma_uses_the_narrow_kernel_for_negative_advantages() -> None:

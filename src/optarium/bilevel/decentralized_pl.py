@@ -63,8 +63,28 @@ Optimization: A Perspective from Transient Iteration Complexity", JMLR 2025): ex
 gossip of :math:`(x, y, v)` per iteration. The centralised single-agent method on pooled data is Algorithm A
 with ``Communicator.local(1)`` and ``W = [[1]]`` on the pooled problem (:meth:`PLSinBilevel.pooled`).
 
-Not built: DUET (Qin et al., ICLR 2025) and gossip DSBO (Yang et al. 2022; Chen et al. 2022), whose update
-rules were not available; MA-DSBO, SUN-DSBO.
+Not built (searched 2026-12-02 for issue 18: stored web pages, docs, code and issues; no paper body, no
+algorithm box, no code of either paper was reachable, so neither update rule could be written down and
+neither is implemented; a baseline guessed from an abstract would not be the paper's):
+
+- **DUET**: Qin, Liu, Lu, Liang & Liu, "DUET: Decentralized Bilevel Optimization without Lower-Level Strong
+  Convexity", ICLR 2025, arXiv:2606.21153. Found only the abstract and the OpenReview reviews: a
+  single-loop method with gradient tracking that adds a *diminishing* quadratic regulariser
+  :math:`\mu_t` to each agent's *own* lower-level objective (local LL problems, not the averaged
+  :math:`g`), a multiplier :math:`v_{i,t}` approximating the solution of the regularised linear system,
+  projections with radii :math:`r_y^t, r_v^t`, an LL step schedule with exponent :math:`p` and averaging
+  :math:`\tau`; analysed for a convex (not strongly convex) LL in the *deterministic* setting, rate
+  :math:`O(1/T^{1-5p-11\tau/4})` to an approximate-KKT point. The schedules and the exact updates of
+  its Algorithm 1 are not in those texts.
+- **gossip DSBO**: Yang, Zhang & Wang, "Decentralized Gossip-Based Stochastic Bilevel Optimization over
+  Communication Networks", NeurIPS 2022 (pp. 238-252), arXiv:2206.10870. Found the abstract, a summary and
+  a reproducibility report (method = its Algorithm 2; code promised, never released): single timescale,
+  gossip of local gradient *and Hessian/Jacobian* estimates, several independent inverse-Hessian
+  estimators per agent aggregated by consensus and stochastic approximation; strongly convex LL;
+  :math:`O(1/(K\epsilon^2))` (nonconvex) and :math:`O(1/(K\epsilon))` (PL UL) per-agent samples. The
+  HVP/JVP-only variant is Chen, Huang, Ma & Balasubramanian, ICML 2023, arXiv:2210.12839 (its algorithm
+  section was not reachable either).
+- MA-DSBO (Chen et al. 2023) and SUN-DSBO were not searched beyond the spec's list.
 
 SPMD: written once against :class:`optarium.distributed.comm.Communicator`; every agent's rows stacked on a
 leading axis, monitoring inside ``comm.stats.paused()``. :func:`spmd_solve` is the entry point for

@@ -44,6 +44,7 @@ from optarium.bo.calibration import (
 )
 from optarium.bo.enn import ENN, ENNParams, ENNPosterior, fit_enn_params, loo_log_likelihood
 from optarium.bo.gp import fit_gp, hyperparameter_state, matern52_kernel, single_task_gp
+from optarium.bo.latent import LEBO, PullbackGeometry, pogs_path, riemannian_brownian_step, tangent_mutations
 from optarium.bo.metasg_saea import MetaSGSAEA, RegionPolicy, mm_cci_level, train_region_policy
 from optarium.bo.metrics import expected_minimum_distance, hypervolume, pieces_hit, rediscovery_ratio
 from optarium.bo.minimize import make_strategy, minimize
@@ -79,6 +80,7 @@ from optarium.bo.turbo_enn import RandomSearch, TurboENN, TurboGP, TurboStrategy
 
 __all__ = [
     "ENN",
+    "LEBO",
     "POM",
     "SYMPART",
     "UCB1",
@@ -101,6 +103,7 @@ __all__ = [
     "PartitionedLibrary",
     "PoolScreening",
     "Problem",
+    "PullbackGeometry",
     "QLogEHVI",
     "RandomSearch",
     "RegionPolicy",
@@ -148,6 +151,7 @@ __all__ = [
     "non_dominated_samples",
     "pareto_select",
     "pieces_hit",
+    "pogs_path",
     "pom_greedy_batch",
     "pom_log_value",
     "pom_sampler",
@@ -155,6 +159,7 @@ __all__ = [
     "raasp_candidates",
     "rediscovery_ratio",
     "reliability_curve",
+    "riemannian_brownian_step",
     "select_calibration",
     "single_task_gp",
     "smoothed_log_quality",
@@ -162,6 +167,7 @@ __all__ = [
     "sobol_pool",
     "strategy_model",
     "stratified_sample",
+    "tangent_mutations",
     "train_alpha_pfn",
     "train_pfn",
     "train_region_policy",

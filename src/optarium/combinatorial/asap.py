@@ -1,4 +1,4 @@
-r"""ASAP: Adaptive Selection After Proposal, for constructive TSP solvers.
+r"""ASAP: Adaptive Selection After Proposal, for constructive TSP and CVRP solvers.
 
 Paper: Han Fang, Paul Weng, Yutong Ban, "ASAP (Adaptive Selection After Proposal): Exploiting the Satisficing
 Generalization Edge in Neural Combinatorial Optimization", ICML 2026, arXiv:2501.17377. Only the abstract,
@@ -14,9 +14,15 @@ What is here:
 
 * :class:`AttentionPolicy`: a small attention-model / POMO-style policy (linear embedding, ``layers``
   transformer encoder layers without dropout, a context query from [graph mean, first node, current node],
-  single-head compatibility logits clipped by ``10 tanh``; visited nodes masked). Trained by
+  single-head compatibility logits clipped by ``10 tanh``; infeasible nodes masked). Trained by
   :func:`train_pomo`: POMO REINFORCE with every node as a start and the shared mean-over-starts baseline
-  (Kwon et al. 2020).
+  (Kwon et al. 2020). ``problem="cvrp"`` is the same network over the depot (own embedding) and the
+  customers (embedded with demand / capacity), the remaining-capacity fraction added to the context, and
+  the capacity mask: a customer is feasible if unvisited and its demand fits the remaining load, the
+  depot unless the vehicle stands there with customers left; visiting the depot refills the load; POMO
+  starts force each customer once as the first move. The decoding loop, the selection head, ``adapt`` and
+  the MAML step are the same code for both problems (a small per-problem state object supplies the mask,
+  the context and the cost).
 * :class:`SelectionHead`: scores each candidate from (context query, candidate embedding,
   :math:`\log\pi_p`) as :math:`\log\pi_p(a) + \mathrm{MLP}(\cdot)`; the MLP's last layer starts at zero so
   the head starts as a pass-through (ASAP at step 0 equals the base policy restricted to top-k).
@@ -31,9 +37,9 @@ What is here:
 Deviations / reconstructions (all **[suggested]** in the spec, the paper's method section was not readable):
 the two-phase recipe trains :math:`\pi_p` first and then meta-trains :math:`\pi_s` with :math:`\pi_p` frozen
 (v1 of the paper meta-learns both); ``k = 3``; the head architecture; first-order instead of second-order
-MAML. Only TSP policies are implemented: the CVRP environment (generators, cost, feasibility, repair and the
-OR-Tools reference) is in :mod:`optarium.combinatorial.routing`, but no CVRP policy was trained, and the
-3D bin-packing setting of the paper is not attempted.
+MAML; for CVRP the POMO-style context [mean, depot, current, load] (POMO uses [current, load]). CVRP
+instances, costs, feasibility, repair and the OR-Tools reference are in
+:mod:`optarium.combinatorial.routing`. The 3D bin-packing setting of the paper is not attempted.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ from optarium._core.result import Result, Trace
 from optarium.combinatorial.routing import _check_coords, tour_length
 
 __all__ = [
+    "PROBLEMS",
     "ASAPPolicy",
     "AttentionPolicy",
     "SelectionHead",
@@ -63,11 +70,22 @@ __all__ = [
     "train_pomo",
 ]
 
+PROBLEMS = ("tsp", "cvrp")
+
 
 class AttentionPolicy(nn.Module):
-    """Attention-model encoder and a single-head pointer decoder for TSP (the proposal policy)."""
+    """Attention-model encoder and a single-head pointer decoder (the proposal policy), for TSP or CVRP.
 
-    def __init__(self, embed_dim: int = 64, layers: int = 2, heads: int = 4, clip: float = 10.0) -> None:
+    ``problem="tsp"``: nodes embedded from their coordinates; context query from [graph mean, first node,
+    current node]. ``problem="cvrp"``: node 0 is the depot (its own linear embedding of its coordinates),
+    customers 1..n embedded from (x, y, demand / capacity); the context adds the remaining capacity as a
+    fraction of the vehicle capacity, and its "first node" is the depot. Everything else (encoder,
+    compatibility logits, masking) is shared.
+    """
+
+    def __init__(
+        self, embed_dim: int = 64, layers: int = 2, heads: int = 4, clip: float = 10.0, problem: str = "tsp"
+    ) -> None:
         super().__init__()
         for name, v in (("embed_dim", embed_dim), ("layers", layers), ("heads", heads)):
             if not isinstance(v, int) or v < 1:
@@ -76,18 +94,31 @@ class AttentionPolicy(nn.Module):
             raise ValueError(f"heads: must divide embed_dim={embed_dim}, got {heads}")
         if not clip > 0:
             raise ValueError(f"clip: need a positive value, got {clip!r}")
-        self.embed_dim, self.clip = embed_dim, float(clip)
-        self.embed = nn.Linear(2, embed_dim)
+        if problem not in PROBLEMS:
+            raise ValueError(f"problem: expected one of {PROBLEMS}, got {problem!r}")
+        self.embed_dim, self.clip, self.problem = embed_dim, float(clip), problem
+        self.embed = nn.Linear(2 if problem == "tsp" else 3, embed_dim)
         layer = nn.TransformerEncoderLayer(
             embed_dim, heads, dim_feedforward=2 * embed_dim, dropout=0.0, batch_first=True
         )
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
-        self.query = nn.Linear(3 * embed_dim, embed_dim, bias=False)
+        extra = 0 if problem == "tsp" else 1
+        self.query = nn.Linear(3 * embed_dim + extra, embed_dim, bias=False)
         self.key = nn.Linear(embed_dim, embed_dim, bias=False)
+        if problem == "cvrp":
+            self.depot_embed = nn.Linear(2, embed_dim)
 
-    def encode(self, coords: torch.Tensor) -> torch.Tensor:
-        """Node embeddings (B, n, d)."""
-        return self.encoder(self.embed(coords))
+    def encode(self, instances: torch.Tensor | dict[str, torch.Tensor]) -> torch.Tensor:
+        """Node embeddings (B, N, d): N = n for TSP coordinates (B, n, 2), N = n + 1 (depot first) for a
+        CVRP instance dict (see :func:`~optarium.combinatorial.routing.cvrp_instances`)."""
+        if self.problem == "tsp":
+            return self.encoder(self.embed(instances))
+        x = instances["coords"]
+        frac = (instances["demands"].to(x.dtype) / instances["capacity"].to(x.dtype)[:, None])[..., None]
+        h = torch.cat(
+            [self.depot_embed(instances["depot"])[:, None], self.embed(torch.cat([x, frac], -1))], 1
+        )
+        return self.encoder(h)
 
     def step_logits(
         self,
@@ -96,14 +127,18 @@ class AttentionPolicy(nn.Module):
         first: torch.Tensor,
         cur: torch.Tensor,
         visited: torch.Tensor,
+        extra: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Masked logits (B, P, n) and the context query (B, P, d) at states (first, cur, visited)."""
+        """Masked logits (B, P, N) and the context query (B, P, d) at states (first, cur, mask);
+        ``visited`` is the infeasibility mask (visited nodes for TSP), ``extra`` (B, P, e) further context
+        features (CVRP: the remaining capacity fraction)."""
         b, p = first.shape
         d = emb.shape[-1]
         mean = emb.mean(1, keepdim=True).expand(b, p, d)
         fe = emb.gather(1, first[..., None].expand(b, p, d))
         ce = emb.gather(1, cur[..., None].expand(b, p, d))
-        q = self.query(torch.cat([mean, fe, ce], -1))
+        ctx = [mean, fe, ce] if extra is None else [mean, fe, ce, extra]
+        q = self.query(torch.cat(ctx, -1))
         logits = self.clip * torch.tanh(q @ keys.transpose(1, 2) / math.sqrt(d))
         return logits.masked_fill(visited, float("-inf")), q
 
@@ -127,12 +162,128 @@ class SelectionHead(nn.Module):
         return cand_logp + self.net(x).squeeze(-1)
 
 
-def _starts(b: int, n: int, starts: Any, device: torch.device) -> torch.Tensor:
+def _starts(b: int, n: int, starts: Any, device: torch.device, lo: int = 0) -> torch.Tensor:
+    """Start nodes (B, P): ``"pomo"`` = every node ``lo..lo+n-1`` once, an int = that node."""
     if starts == "pomo":
-        return torch.arange(n, device=device).expand(b, n)
-    if isinstance(starts, int) and 0 <= starts < n:
+        return torch.arange(lo, lo + n, device=device).expand(b, n)
+    if isinstance(starts, int) and not isinstance(starts, bool) and 0 <= starts < lo + n:
         return torch.full((b, 1), starts, dtype=torch.long, device=device)
-    raise ValueError(f"starts: expected 'pomo' or a node index in 0..{n - 1}, got {starts!r}")
+    raise ValueError(f"starts: expected 'pomo' or a node index in 0..{lo + n - 1}, got {starts!r}")
+
+
+def _check_cvrp(name: str, inst: Any) -> dict[str, torch.Tensor]:
+    if not isinstance(inst, dict):
+        raise TypeError(f"{name}: a CVRP policy needs an instance dict, got {type(inst).__name__}")
+    missing = {"depot", "coords", "demands", "capacity"} - set(inst)
+    if missing:
+        raise ValueError(f"{name}: the CVRP instance lacks {sorted(missing)}")
+    coords = _check_coords(f"{name}['coords']", inst["coords"])
+    out = dict(inst)
+    if coords.dim() == 2:
+        out = {
+            "depot": inst["depot"].reshape(1, 2),
+            "coords": coords[None],
+            "demands": inst["demands"].reshape(1, -1),
+            "capacity": torch.as_tensor(inst["capacity"]).reshape(1),
+        }
+    b, n = out["coords"].shape[:2]
+    if tuple(out["depot"].shape) != (b, 2) or not torch.isfinite(out["depot"]).all():
+        raise ValueError(f"{name}['depot']: need finite coordinates of shape ({b}, 2)")
+    dem, cap = out["demands"], torch.as_tensor(out["capacity"]).reshape(-1)
+    if tuple(dem.shape) != (b, n) or tuple(cap.shape) != (b,):
+        raise ValueError(f"{name}: demands need shape ({b}, {n}) and capacity ({b},)")
+    if not (dem > 0).all() or not (dem <= cap[:, None]).all():
+        raise ValueError(f"{name}['demands']: every demand must lie in (0, capacity]")
+    out["capacity"] = cap
+    return out
+
+
+class _TSPState:
+    """Constructive TSP state: visited mask, first and current node; ``n - 1`` decisions."""
+
+    def __init__(self, coords: torch.Tensor, first: torch.Tensor) -> None:
+        b, p = first.shape
+        self.coords, self.first, self.cur = coords, first, first
+        self.ar_b = torch.arange(b, device=coords.device)[:, None]
+        self.ar_p = torch.arange(p, device=coords.device)[None, :]
+        self.visited = torch.zeros(b, p, coords.shape[1], dtype=torch.bool, device=coords.device)
+        self.visited[self.ar_b, self.ar_p, first] = True
+        self.seq = [first]
+        self.max_steps = coords.shape[1] - 1
+
+    def infeasible(self) -> torch.Tensor:
+        return self.visited
+
+    def extra(self) -> torch.Tensor | None:
+        return None
+
+    def finished(self, t: int) -> bool:
+        return t >= self.max_steps
+
+    def step(self, nxt: torch.Tensor) -> None:
+        self.visited = self.visited.clone()
+        self.visited[self.ar_b, self.ar_p, nxt] = True
+        self.cur = nxt
+        self.seq.append(nxt)
+
+    def cost(self, seq: torch.Tensor) -> torch.Tensor:
+        return tour_length(self.coords, seq)
+
+
+class _CVRPState:
+    r"""Constructive CVRP state over nodes 0 (depot) .. n: visited customers, remaining load, current node.
+
+    Feasible moves: an unvisited customer whose demand fits the remaining load; the depot unless the
+    vehicle is already there with customers left (when every customer is served only the depot is
+    feasible, so a finished trajectory stays there with log-probability 0). Visiting the depot refills
+    the load. A start ``first >= 1`` is applied as a forced first move (not a decision), as in POMO."""
+
+    def __init__(self, inst: dict[str, torch.Tensor], first: torch.Tensor, max_steps: int | None) -> None:
+        b, p = first.shape
+        x = inst["coords"]
+        dev = x.device
+        self.pts = torch.cat([inst["depot"][:, None], x], 1)
+        self.dem = torch.cat([torch.zeros(b, 1, dtype=x.dtype, device=dev), inst["demands"].to(x.dtype)], 1)
+        self.cap = inst["capacity"].to(x.dtype)[:, None].expand(b, p)
+        self.ar_b = torch.arange(b, device=dev)[:, None]
+        self.ar_p = torch.arange(p, device=dev)[None, :]
+        self.visited = torch.zeros(b, p, self.pts.shape[1], dtype=torch.bool, device=dev)
+        self.load = self.cap.clone()
+        self.cur = torch.zeros(b, p, dtype=torch.long, device=dev)
+        self.first = self.cur
+        self.seq = [self.cur]
+        n = x.shape[1]
+        self.max_steps = 2 * n + 1 if max_steps is None else max_steps
+        self.free = max_steps is None
+        if bool((first > 0).any()):
+            self.step(first)
+
+    def infeasible(self) -> torch.Tensor:
+        over = self.dem[:, None, :] > self.load[..., None] + 1e-9
+        bad = self.visited | over
+        left = ~self.visited[..., 1:].all(-1)
+        bad[..., 0] = (self.cur == 0) & left
+        return bad
+
+    def extra(self) -> torch.Tensor:
+        return (self.load / self.cap)[..., None]
+
+    def finished(self, t: int) -> bool:
+        if t >= self.max_steps:
+            return True
+        return self.free and bool((self.visited[..., 1:].all(-1) & (self.cur == 0)).all())
+
+    def step(self, nxt: torch.Tensor) -> None:
+        # in place: infeasible() returns a fresh mask, so no recorded or autograd-saved tensor aliases it
+        self.visited[self.ar_b, self.ar_p, nxt] = True
+        self.visited[..., 0] = False
+        d = self.dem.gather(1, nxt)
+        self.load = torch.where(nxt == 0, self.cap, self.load - d)
+        self.cur = nxt
+        self.seq.append(nxt)
+
+    def cost(self, seq: torch.Tensor) -> torch.Tensor:
+        return tour_length(self.pts, seq)  # every sequence starts at the depot: the closing edge returns
 
 
 class ASAPPolicy(nn.Module):
@@ -151,7 +302,7 @@ class ASAPPolicy(nn.Module):
 
     def rollout(
         self,
-        coords: torch.Tensor,
+        coords: torch.Tensor | dict[str, torch.Tensor],
         *,
         decode: str = "greedy",
         starts: Any = "pomo",
@@ -159,52 +310,79 @@ class ASAPPolicy(nn.Module):
         record: bool = False,
         tours: torch.Tensor | None = None,
     ) -> dict[str, torch.Tensor]:
-        """Construct tours. Returns ``tours`` (B, P, n), ``length`` (B, P), ``logp`` (B, P) of the chosen
-        actions under the acting policy, and with ``record=True`` the proposal's masked logits per step
-        ``proposal_logits`` (B, P, n-1, n) and the visited masks ``visited`` (B, P, n-1, n) / current nodes
-        ``current`` (B, P, n-1) before each decision. Given ``tours`` (B, P, n), those tours are replayed
-        (teacher forcing; their starts are used) and ``logp`` is their log-probability (``-inf`` where a
-        forced node is outside the candidates)."""
-        coords = _check_coords("coords", coords)
-        if coords.dim() == 2:
-            coords = coords[None]
+        """Construct solutions. ``coords``: TSP coordinates (B, n, 2), or for a CVRP proposal an instance
+        dict (``depot``, ``coords``, ``demands``, ``capacity``, as from
+        :func:`~optarium.combinatorial.routing.cvrp_instances`).
+
+        Returns ``tours`` (B, P, L), ``length`` (B, P), ``logp`` (B, P) of the chosen actions under the
+        acting policy, and with ``record=True`` per decision the proposal's masked logits
+        ``proposal_logits`` (B, P, S, N), the infeasibility masks ``infeasible`` (B, P, S, N) (TSP: also as
+        ``visited``) and the current nodes ``current`` (B, P, S) before each decision. TSP: ``L = n``, a
+        permutation from the start node. CVRP: node sequences over 0 (depot) and customers 1..n, starting
+        at the depot and padded with trailing 0 (the depot) once every customer is served; ``starts="pomo"``
+        forces each customer once as the first move, ``starts=0`` lets the policy choose it, ``starts=j``
+        forces customer ``j``. Given ``tours``, those solutions are replayed (teacher forcing; TSP: their
+        first node is the start; CVRP: their second entry is the forced first customer unless ``starts=0``)
+        and ``logp`` is their log-probability (``-inf`` where a forced node is infeasible or outside the
+        candidates)."""
         if decode not in ("greedy", "sample"):
             raise ValueError(f"decode: expected 'greedy' or 'sample', got {decode!r}")
-        b, n = coords.shape[:2]
+        if self.proposal.problem == "tsp":
+            inst: Any = _check_coords("coords", coords)
+            if inst.dim() == 2:
+                inst = inst[None]
+            b, n = inst.shape[:2]
+            dev, dtype, max_feasible = inst.device, inst.dtype, n - 1
+            first = _starts(b, n, starts, dev) if tours is None else tours[..., 0].long()
+            state: Any = _TSPState(inst, first)
+            offset = 1
+        else:
+            inst = _check_cvrp("coords", coords)
+            b, n = inst["coords"].shape[:2]
+            dev, dtype, max_feasible = inst["coords"].device, inst["coords"].dtype, n
+            if tours is None:
+                first = _starts(b, n, starts, dev, lo=1)  # "pomo": customers 1..n; an int: node 0..n
+                state = _CVRPState(inst, first, None)
+            else:
+                first = tours[..., 1].long() if starts != 0 else torch.zeros_like(tours[..., 0]).long()
+                state = _CVRPState(inst, first, tours.shape[-1] - (2 if starts != 0 else 1))
+            offset = 2 if bool((first > 0).any()) else 1  # the sequence index of the first decision
         k = self.k
-        if self.selection is not None and k > n - 1:
+        if self.selection is not None and k > max_feasible:
             warnings.warn(f"k={k} exceeds the number of feasible actions; clipped per step", stacklevel=2)
-        emb = self.proposal.encode(coords)
+        emb = self.proposal.encode(inst)
         keys = self.proposal.key(emb)
-        first = _starts(b, n, starts, coords.device) if tours is None else tours[..., 0].long()
-        p = first.shape[1]
-        ar_b = torch.arange(b, device=coords.device)[:, None]
-        ar_p = torch.arange(p, device=coords.device)[None, :]
-        visited = torch.zeros(b, p, n, dtype=torch.bool, device=coords.device)
-        visited[ar_b, ar_p, first] = True
-        cur, tour, logp = first, [first], torch.zeros(b, p, dtype=coords.dtype, device=coords.device)
-        rec: dict[str, list[torch.Tensor]] = {"proposal_logits": [], "visited": [], "current": []}
-        for t in range(n - 1):
-            logits, q = self.proposal.step_logits(emb, keys, first, cur, visited)
+        b, p = first.shape
+        d = emb.shape[-1]
+        logp = torch.zeros(b, p, dtype=dtype, device=dev)
+        rec: dict[str, list[torch.Tensor]] = {"proposal_logits": [], "infeasible": [], "current": []}
+        t = 0
+        while not state.finished(t):
+            infeasible = state.infeasible()
+            logits, q = self.proposal.step_logits(
+                emb, keys, state.first, state.cur, infeasible, state.extra()
+            )
             if record:
                 rec["proposal_logits"].append(logits.detach())
-                rec["visited"].append(visited.clone())
-                rec["current"].append(cur)
+                rec["infeasible"].append(infeasible)
+                rec["current"].append(state.cur)
             lp = torch.log_softmax(logits, -1)
             if self.selection is None:
                 scores, cand = lp, None
             else:
-                kk = min(k, n - 1 - t)
+                kk = min(k, int((~infeasible).sum(-1).max()))
                 cand_lp, cand = lp.topk(kk, dim=-1)
+                ok = torch.isfinite(cand_lp)  # fewer than kk feasible moves in some rows (CVRP)
                 cand_emb = (
-                    emb[:, None]
-                    .expand(b, p, n, emb.shape[-1])
-                    .gather(2, cand[..., None].expand(b, p, kk, emb.shape[-1]))
+                    emb[:, None].expand(b, p, emb.shape[1], d).gather(2, cand[..., None].expand(b, p, kk, d))
                 )
-                scores = self.selection(q, cand_emb, cand_lp)
+                scores = self.selection(
+                    q, cand_emb, torch.where(ok, cand_lp, torch.full_like(cand_lp, -50.0))
+                )
+                scores = torch.where(ok, scores, torch.full_like(scores, float("-inf")))
             slp = torch.log_softmax(scores, -1)
             if tours is not None:
-                forced = tours[..., t + 1].long()
+                forced = tours[..., t + offset].long()
                 if cand is None:
                     choice = forced
                 else:
@@ -218,21 +396,21 @@ class ASAPPolicy(nn.Module):
                 choice = torch.multinomial(flat, 1, generator=generator).reshape(b, p)
             logp = logp + slp.gather(-1, choice[..., None]).squeeze(-1)
             if tours is not None:
-                nxt = tours[..., t + 1].long()
+                nxt = tours[..., t + offset].long()
             else:
                 nxt = choice if cand is None else cand.gather(-1, choice[..., None]).squeeze(-1)
-            visited = visited.clone()
-            visited[ar_b, ar_p, nxt] = True
-            cur = nxt
-            tour.append(nxt)
-        tours = torch.stack(tour, -1)
-        out = {"tours": tours, "length": tour_length(coords, tours), "logp": logp}
+            state.step(nxt)
+            t += 1
+        seq = torch.stack(state.seq, -1)
+        out = {"tours": seq, "length": state.cost(seq), "logp": logp}
         if record:
             out.update({key: torch.stack(v, 2) for key, v in rec.items()})
+            if self.proposal.problem == "tsp":
+                out["visited"] = out["infeasible"]
         return out
 
     def solve(self, coords: torch.Tensor, decode: str = "greedy") -> tuple[torch.Tensor, torch.Tensor]:
-        """Best tour over the POMO starts, per instance: ``(tours (B, n), lengths (B,))``."""
+        """Best solution over the POMO starts, per instance: ``(tours (B, L), lengths (B,))`` (TSP: L = n)."""
         with torch.no_grad():
             out = self.rollout(coords, decode=decode)
         best = out["length"].argmin(-1)
@@ -466,21 +644,50 @@ def _case_solve(*, dtype: Any = None, device: Any = "cpu", seed: int = 0, **over
     )
 
 
+def _case_solve_cvrp(*, dtype: Any = None, device: Any = "cpu", seed: int = 0, **over: Any) -> Result:
+    from optarium.combinatorial.routing import cvrp_instances, ortools_cvrp
+
+    dtype = dtype or torch.float64
+    torch.manual_seed(0)
+    prop = AttentionPolicy(8, 1, heads=2, problem="cvrp")
+    pol = ASAPPolicy(prop, SelectionHead(8), k=over.pop("k", 2)).to(device, dtype)
+    inst = cvrp_instances(3, 6, capacity=12, generator=torch.Generator().manual_seed(1), dtype=dtype)
+    opt = torch.tensor(
+        [
+            ortools_cvrp(inst["depot"][i], inst["coords"][i], inst["demands"][i], 12, 0.05)[0]
+            for i in range(3)
+        ],
+        dtype=dtype,
+    )
+    args = {"steps": 3, "lr": 1e-2, "batch": 2, "eval_every": 1, **over}
+    return adapt(
+        pol,
+        lambda b, g: {
+            k: v.to(device)
+            for k, v in cvrp_instances(b, 6, "gmm3", capacity=12, generator=g, dtype=dtype).items()
+        },
+        generator=torch.Generator().manual_seed(seed),
+        eval_coords={k: v.to(device) for k, v in inst.items()},
+        eval_opt=opt.to(device),
+        **args,
+    )
+
+
 def solver_cases() -> list[Any]:
-    """Solver-conformance case: selection-only adaptation of an untrained TSP-6 policy (3 steps)."""
+    """Solver-conformance cases: selection-only adaptation of an untrained TSP-6 / CVRP-6 policy (3 steps)."""
     from optarium._core.solver import SolverCase
 
     return [
         SolverCase(
-            name="combinatorial-asap-adapt",
-            solve=_case_solve,
+            name=name,
+            solve=solve,
             statuses={"max_iter": {"steps": 3}},
             max_iter=3,
             tolerance_holds=lambda res: (
                 res.extras["hash_before"]["proposal"] == res.extras["hash_after"]["proposal"]
             ),
             optimality=lambda res: max(0.0, -min(res.history.metrics["gap"])),
-            optimality_tol=1e-9,
+            optimality_tol=tol,
             invalid=[
                 ({"k": 0}, "k"),
                 ({"only": "proposal"}, "only"),
@@ -493,9 +700,13 @@ def solver_cases() -> list[Any]:
                 "converged": "a fixed-budget online adaptation: it always ends with max_iter",
                 "diverged": "REINFORCE on a softmax policy over a finite action set; lengths stay bounded",
                 "timeout": "no time budget: the budget is a number of adaptation steps",
-                "optimality": "no optimality certificate; the gap to the Held-Karp optimum is measured in "
-                "tests/combinatorial/test_asap_co.py and the experiment (the residual here is the gap's "
-                "violation of the exact lower bound)",
+                "optimality": "no optimality certificate; the gap to the Held-Karp optimum (TSP) or the "
+                "OR-Tools reference (CVRP) is measured in tests/combinatorial/test_asap_co.py and the "
+                "experiment (the residual here is the gap's violation of the reference's lower bound)",
             },
+        )
+        for name, solve, tol in (
+            ("combinatorial-asap-adapt", _case_solve, 1e-9),
+            ("combinatorial-asap-adapt-cvrp", _case_solve_cvrp, 1e-6),
         )
     ]

@@ -24,8 +24,11 @@ Methods (same instance, start, steps and noise stream; no method tuned):
 - ``d-soba``: D-SOBA (exact second-order products, no tracking, moving average 0.5; reconstructed);
 - ``centralised``: Algorithm A on the pooled problem with one agent (no communication), the reference.
 
-DUET and gossip DSBO are not run (their update rules were not available; the spec excludes DUET from the
-verdict). Rule (:data:`RULE`, the spec's, on every seed): deterministic ``d-hjfbio`` reaches
+DUET (arXiv:2606.21153) and gossip DSBO (arXiv:2206.10870) are not run: only their abstracts and
+reviews were reachable, not their update rules (see :mod:`optarium.bilevel.decentralized_pl`); the spec
+excludes DUET from the verdict anyway.
+
+Rule (:data:`RULE`, the spec's, on every seed): deterministic ``d-hjfbio`` reaches
 :math:`\|\bar x_K - x^*\|/\|x^*\| < 10^{-2}` with consensus
 :math:`\frac1n\sum_i\|x_i - \bar x\|^2 < 10^{-10}`; noisy ``d-hjfbio`` stays finite and its plateau is stable
 (mean :math:`\|\nabla\Phi(\bar x_k)\|^2` over the last 2000 iterations within a factor 2 of its mean over

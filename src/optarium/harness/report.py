@@ -188,7 +188,7 @@ def _scoreboard(methods: Sequence[MethodInfo], recorded: Mapping[tuple[str, str]
     )
 
 
-def _toc(implemented: Sequence[MethodInfo]) -> str:
+def _toc(implemented: Sequence[MethodInfo], *, any_planned: bool) -> str:
     families: dict[str, list[str]] = {}
     for m in implemented:
         families.setdefault(m.family, []).append(m.slug)
@@ -200,8 +200,11 @@ def _toc(implemented: Sequence[MethodInfo]) -> str:
     )
     return (
         "<h2 id='contents'>Contents</h2><nav class='toc'>"
-        "<div><a href='#scoreboard'>Scoreboard</a> <a href='#overview'>Overview</a> "
-        "<a href='#planned'>Planned methods</a></div>" + blocks + "</nav>"
+        "<div><a href='#scoreboard'>Scoreboard</a> <a href='#overview'>Overview</a>"
+        + (" <a href='#planned'>Planned methods</a>" if any_planned else "")
+        + "</div>"
+        + blocks
+        + "</nav>"
     )
 
 
@@ -442,7 +445,7 @@ def render_report(runs_root: Path | str = "runs", verdicts_dir: Path | str | Non
         f"<h1>optarium report</h1><p class='muted'>generated {stamp} &middot; {len(methods)} methods, "
         f"{len(implemented)} implemented &middot; runs from {_esc(Path(runs_root).resolve())}</p>"
         + _scoreboard(methods, recorded)
-        + _toc(implemented)
+        + _toc(implemented, any_planned=bool(planned))
         + _overview(implemented, latest, recorded)
         + _planned(planned)
         + sections

@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from optarium._core.validation import check_choice, check_positive
+from optarium._core.validation import check_choice, check_int, check_positive
 
-__all__ = ["PairedEffect", "mean_sd", "mean_se", "paired_effect", "records_final"]
+__all__ = ["PairedEffect", "mean_sd", "mean_se", "paired_bootstrap", "paired_effect", "records_final"]
 
 
 def mean_sd(values: Sequence[float]) -> tuple[float, float]:
@@ -107,6 +107,51 @@ def paired_effect(
     gaps = tuple(sign * (float(baseline[s]) - float(method[s])) for s in seeds)
     m, se = mean_se(gaps)
     return PairedEffect(n=len(gaps), mean=m, se=se, gaps=gaps, seeds=seeds)
+
+
+def paired_bootstrap(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    strata: Sequence[Any] | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict[str, float]:
+    """Mean of the paired differences ``a_i - b_i`` and its percentile bootstrap interval.
+
+    Each of the ``n_boot`` replicates resamples the pairs with replacement -- within each stratum, keeping
+    its size, when ``strata`` (one label per pair, e.g. ``(seed, task)``) is given -- and takes the mean
+    difference over all pairs. Seeded (``torch.Generator``), vectorised over replicates. Returns ``mean``
+    (on the full sample), ``lo``/``hi`` (the ``level`` percentile interval) and ``n`` (pairs); all NaN
+    but ``n`` when there are no pairs.
+    """
+    import torch
+
+    if len(a) != len(b):
+        raise ValueError(f"a and b must have the same length, got {len(a)} and {len(b)}")
+    if strata is not None and len(strata) != len(a):
+        raise ValueError(f"strata must have one label per pair ({len(a)}), got {len(strata)}")
+    check_int("n_boot", n_boot, minimum=1)
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    n = len(a)
+    if n == 0:
+        return {"mean": math.nan, "lo": math.nan, "hi": math.nan, "n": 0.0}
+    d = torch.tensor([float(x) - float(y) for x, y in zip(a, b, strict=True)], dtype=torch.float64)
+    labels = [0] * n if strata is None else list(strata)
+    groups: dict[Any, list[int]] = {}
+    for i, s in enumerate(labels):
+        groups.setdefault(s, []).append(i)
+    g = torch.Generator().manual_seed(int(seed))
+    cols = []
+    for members in groups.values():
+        m = torch.tensor(members)
+        cols.append(m[torch.randint(len(members), (n_boot, len(members)), generator=g)])
+    boot = d[torch.cat(cols, 1)].mean(1)
+    q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)
+    lo, hi = torch.quantile(boot, q).tolist()
+    return {"mean": float(d.mean()), "lo": lo, "hi": hi, "n": float(n)}
 
 
 def records_final(records: Sequence[Mapping[str, Any]], metric: str, method: str) -> dict[int, float]:

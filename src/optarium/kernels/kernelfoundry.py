@@ -37,18 +37,24 @@ every correct kernel outranks every incorrect one.
 the target cell, samples template parameters and applies random transformations by the prompt's
 probabilities, may cross over with an inspiration, and injects a realistic bug (missing remainder loop, race
 on a shared accumulator) with probability 0.05 so the gate is exercised. SYCL/CUDA become C with OpenMP;
-KernelBench becomes two KernelBench-like float32 tasks (matmul, row softmax; layer norm and convolution are
-not implemented); the QD-gradient target bias, the LLM ensemble, hardware specs in prompts and profiler
-feedback are not modelled. The reference speed is the naive C seed kernel. :class:`CEvaluator` compiles
-with ``gcc -O3 -march=native -fopenmp -shared -fPIC`` into a temp directory (cached by source hash; never
-into the package) and runs correctness (every odd and power-of-two shape, twice, vs numpy float64) and
-timing (warm-up + median of 7) in a subprocess. :class:`CostModelEvaluator` is **our design**: a
-deterministic roofline-style cost from the IR (constants fixed before any search was run) for search
-comparisons and tests; bugs recorded in the IR give perf_score 4. The archive is ours; the tests check it
-against pyribs' ``GridArchive`` (``ribs`` 0.12, the ``kernels`` extra) on the same insert sequence.
+KernelBench becomes the spec's four KernelBench-like float32 tasks (:class:`tasks`): matmul, row softmax,
+row layer norm (affine, eps 1e-5; three-pass, fused sum / sum-of-squares with ``fmaf``, or Welford's online
+pass) and a 3x3 convolution (stride 1, padding 1, bias, batch 1; direct, output-row or row-tiled loop
+nests, unrolled over ci or ow), each with odd correctness shapes on which a dropped remainder loop fails;
+the QD-gradient target bias, the LLM ensemble, hardware specs in prompts and profiler feedback are not
+modelled. The reference speed is the naive C seed kernel. :class:`CEvaluator` compiles with ``gcc -O3
+-march=native -fopenmp -shared -fPIC`` into a temp directory (cached by source hash; never into the
+package) and runs correctness (every odd and power-of-two shape, twice, vs a float64 reference computed
+once per evaluator in the parent: numpy for matmul and softmax, ``torch.nn.functional.layer_norm`` /
+``conv2d`` for the new tasks, see :func:`reference`) and timing (warm-up + median of 7) in a subprocess;
+:meth:`CEvaluator.time_interleaved` times several kernels in one process with interleaved rounds.
+:class:`CostModelEvaluator` is **our design**: a deterministic roofline-style cost from the IR (constants
+fixed before any search was run, those of layer norm and convolution likewise before any search on them) for
+search comparisons and tests; bugs recorded in the IR give perf_score 4. The archive is ours; the tests
+check it against pyribs' ``GridArchive`` (``ribs`` 0.12, the ``kernels`` extra) on the same insert sequence.
 The race bug parallelises the reduction loop without a reduction clause (lost updates with two threads,
-invisible with one). Matmul tolerances are rtol 1e-4, atol 1e-4 (not 1e-5: float32 accumulation over
-K = 263 exceeds 1e-5 on near-zero entries).
+invisible with one). Matmul tolerances are rtol 1e-4, atol 1e-4 (not 1e-5: float32 accumulation over K = 263
+exceeds 1e-5 on near-zero entries).
 """
 
 from __future__ import annotations
@@ -88,6 +94,7 @@ __all__ = [
     "RuleMutator",
     "greedy_hill_climb",
     "random_search",
+    "reference",
     "render",
     "tasks",
     "tune_templates",
@@ -128,6 +135,22 @@ class tasks:
             raise ValueError(f"rows/cols: must be >= 1, got {rows}, {cols}")
         return KernelTask("softmax", (rows, cols), ((2047, 1023), (64, 128)), 1e-4, 1e-5)
 
+    @staticmethod
+    def layernorm(rows: int = 2048, cols: int = 1024) -> KernelTask:
+        """Row layer norm with affine weight and bias (``torch.nn.functional.layer_norm``, eps 1e-5)."""
+        if not isinstance(rows, int) or not isinstance(cols, int) or rows < 1 or cols < 2:
+            raise ValueError(f"rows/cols: must be ints >= 1 / >= 2, got {rows!r}, {cols!r}")
+        return KernelTask("layernorm", (rows, cols), ((2047, 1023), (64, 128)), 1e-4, 1e-5)
+
+    @staticmethod
+    def conv2d(channels: int = 32, height: int = 64, width: int = 64, out_channels: int = 32) -> KernelTask:
+        """3x3 convolution, stride 1, padding 1, with bias, batch 1 (``torch.nn.functional.conv2d``).
+        Shapes are (in_channels, height, width, out_channels)."""
+        dims = (channels, height, width, out_channels)
+        if not all(isinstance(d, int) and d >= 1 for d in dims):
+            raise ValueError(f"channels/height/width/out_channels: must be ints >= 1, got {dims!r}")
+        return KernelTask("conv2d", dims, ((31, 63, 65, 29), (8, 16, 16, 8)), 1e-4, 1e-5)
+
 
 _MATMUL_KEYS = {
     "order": ("ijk", "ikj"),
@@ -147,16 +170,43 @@ _SOFTMAX_KEYS = {
     "unroll": (1, 2, 4),
     "prefetch": (False, True),
 }
-TEMPLATE_KEYS = {"matmul": ("tile", "unroll"), "softmax": ("unroll",)}
+_LAYERNORM_KEYS = {
+    "algo": ("three", "fused", "welford"),
+    "restrict": (False, True),
+    "simd": (False, True),
+    "omp": (0, 1),
+    "unroll": (1, 2, 4),
+    "prefetch": (False, True),
+}
+_CONV2D_KEYS = {
+    "order": ("direct", "row"),
+    "tile": (0, 4, 8, 16),
+    "restrict": (False, True),
+    "simd": (False, True),
+    "omp": (0, 1, 2),
+    "unroll": (1, 2, 4),
+    "fma": (False, True),
+    "prefetch": (False, True),
+}
+_SPACES = {
+    "matmul": _MATMUL_KEYS,
+    "softmax": _SOFTMAX_KEYS,
+    "layernorm": _LAYERNORM_KEYS,
+    "conv2d": _CONV2D_KEYS,
+}
+TEMPLATE_KEYS = {
+    "matmul": ("tile", "unroll"),
+    "softmax": ("unroll",),
+    "layernorm": ("unroll",),
+    "conv2d": ("tile", "unroll"),
+}
 BUGS = ("remainder", "race")
 
 
 def _space(task: str) -> dict[str, tuple]:
-    if task == "matmul":
-        return _MATMUL_KEYS
-    if task == "softmax":
-        return _SOFTMAX_KEYS
-    raise ValueError(f"task: unknown {task!r}")
+    if task not in _SPACES:
+        raise ValueError(f"task: unknown {task!r}")
+    return _SPACES[task]
 
 
 def _seed_ir(task: str) -> dict[str, Any]:
@@ -272,8 +322,10 @@ def render(task: str, ir: Mapping[str, Any]) -> str:
         lines += _loop("j", "j0", "jm", jbody, ir["unroll"], simd, rem)
         lines += ["}", "}", "}"]
         return "\n".join(lines) + "\n"
-    if task != "softmax":
-        raise ValueError(f"task: unknown {task!r}")
+    if task == "layernorm":
+        return _render_layernorm(ir, lines, r, race, rem)
+    if task == "conv2d":
+        return _render_conv2d(ir, lines, r, race, rem)
     lines.append(f"void kernel(const float *{r}X, float *{r}Y, int R, int C) {{")
     decl = "float "
     rpar = "#pragma omp parallel for"  # the race bug: the reduction loop parallelised, no reduction clause
@@ -327,11 +379,157 @@ def render(task: str, ir: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _render_layernorm(ir: Mapping[str, Any], lines: list[str], r: str, race: bool, rem: bool) -> str:
+    """Row layer norm y = (x - mean) / sqrt(var + 1e-5) * G + Bt: statistics in three passes (mean, then
+    centred variance), fused (sum and sum of squares in one loop, ``fmaf``) or Welford's online pass."""
+    lines.append(
+        f"void kernel(const float *{r}X, const float *{r}G, const float *{r}Bt, float *{r}Y, int R, int C) {{"
+    )
+    rpar = "#pragma omp parallel for"  # the race bug: a statistics loop parallelised, no reduction clause
+    if ir["omp"] and not race:
+        lines.append("#pragma omp parallel for")
+    lines.append("for (int r = 0; r < R; r++) {")
+    lines.append(f"const float *{r}x = X + (long)r*C; float *{r}y = Y + (long)r*C;")
+    if ir["prefetch"]:
+        lines.append("if (r + 1 < R) __builtin_prefetch(x + C, 0, 1);")
+    sim = ir["simd"]
+    if ir["algo"] == "welford":
+        lines.append("float online_mean = 0.0f, online_m2 = 0.0f;")
+        if race:
+            lines.append(rpar)
+        lines.append(
+            "for (int j = 0; j < C; j++) { float d = x[j] - online_mean; "
+            "online_mean += d / (float)(j + 1); online_m2 += d * (x[j] - online_mean); }"
+        )
+        lines.append("float mean = online_mean;")
+        lines.append("float rstd = 1.0f / sqrtf(online_m2 / (float)C + 1e-5f);")
+    elif ir["algo"] == "fused":
+        lines.append("float s = 0.0f, q = 0.0f;")
+        if sim or race:
+            lines.append(rpar if race else "#pragma omp simd reduction(+:s, q)")
+        lines.append("for (int j = 0; j < C; j++) { s += x[j]; q = fmaf(x[j], x[j], q); }")
+        lines.append("float mean = s / (float)C;")
+        lines.append("float var = q / (float)C - mean * mean;")
+        lines.append("float rstd = 1.0f / sqrtf((var > 0.0f ? var : 0.0f) + 1e-5f);")
+    else:
+        lines.append("float s = 0.0f;")
+        if sim or race:
+            lines.append(rpar if race else "#pragma omp simd reduction(+:s)")
+        lines.append("for (int j = 0; j < C; j++) s += x[j];")
+        lines.append("float mean = s / (float)C;")
+        lines.append("float v = 0.0f;")
+        if sim:
+            lines.append("#pragma omp simd reduction(+:v)")
+        lines.append("for (int j = 0; j < C; j++) { float d = x[j] - mean; v += d * d; }")
+        lines.append("float rstd = 1.0f / sqrtf(v / (float)C + 1e-5f);")
+    lines += _loop(
+        "j",
+        "0",
+        "C",
+        lambda j: f"y[{j}] = (x[{j}] - mean) * rstd * G[{j}] + Bt[{j}];",
+        ir["unroll"],
+        "#pragma omp simd" if sim else "",
+        rem,
+    )
+    lines += ["}", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def _render_conv2d(ir: Mapping[str, Any], lines: list[str], r: str, race: bool, rem: bool) -> str:
+    """3x3 convolution, stride 1, padding 1, batch 1: X (CI, H, W), Wt (CO, CI, 3, 3), Bs (CO,), Y (CO, H,
+    W). ``direct``: one output at a time, the (ci, kh, kw) reduction innermost with bounds checks (unrolled
+    over ci); ``row``: an output row accumulated at unit stride (the loop over ow unrolled, its range
+    clipped to the padding); ``tile`` > 0: the same over a block of ``tile`` output rows kept hot while
+    (ci, kh, kw) stream."""
+    lines.append(
+        f"void kernel(const float *{r}X, const float *{r}Wt, const float *{r}Bs, float *{r}Y, "
+        "int CI, int H, int W, int CO) {"
+    )
+    par = {0: "", 1: "#pragma omp parallel for", 2: "#pragma omp parallel for collapse(2)"}[ir["omp"]]
+    if race:  # the bug: the parallel loop moved onto the ci reduction, no reduction clause
+        par = ""
+    simd = "#pragma omp simd" if ir["simd"] else ""
+    t = ir["tile"]
+    if t == 0 and ir["order"] == "direct":
+
+        def cbody(ci: str) -> str:
+            x = f"X[(({ci})*H + ih)*W + iw]"
+            w = f"Wt[((co*CI + ({ci}))*3 + kh)*3 + kw]"
+            upd = f"acc = fmaf({x}, {w}, acc);" if ir["fma"] else f"acc += {x} * {w};"
+            return (
+                "for (int kh = 0; kh < 3; kh++) { int ih = oh + kh - 1; if (ih < 0 || ih >= H) continue; "
+                "for (int kw = 0; kw < 3; kw++) { int iw = ow + kw - 1; "
+                f"if (iw >= 0 && iw < W) {upd} }} }}"
+            )
+
+        if par:
+            lines.append(par)
+        lines.append("for (int co = 0; co < CO; co++)")
+        lines.append("for (int oh = 0; oh < H; oh++) {")
+        lines.append("for (int ow = 0; ow < W; ow++) {")
+        lines.append("float acc = Bs[co];")
+        if ir["prefetch"]:
+            lines.append("if (ow + 1 < W) __builtin_prefetch(&X[(long)oh*W + ow + 1], 0, 1);")
+        red = "#pragma omp parallel for" if race else "#pragma omp simd reduction(+:acc)" if simd else ""
+        lines += _loop("ci", "0", "CI", cbody, ir["unroll"], red, rem)
+        lines += ["Y[((long)co*H + oh)*W + ow] = acc;", "}", "}", "}"]
+        return "\n".join(lines) + "\n"
+
+    def obody(ow: str) -> str:
+        if ir["fma"]:
+            return f"y[{ow}] = fmaf(w, x[{ow} + kw - 1], y[{ow}]);"
+        return f"y[{ow}] += w * x[{ow} + kw - 1];"
+
+    if par:
+        lines.append(par)
+    lines.append("for (int co = 0; co < CO; co++)")
+    if t == 0:
+        lines.append("for (int oh = 0; oh < H; oh++) {")
+        lines.append(f"float *{r}y = Y + ((long)co*H + oh)*W;")
+        lines.append("for (int ow = 0; ow < W; ow++) y[ow] = Bs[co];")
+        if race:
+            lines.append("#pragma omp parallel for")
+        lines.append("for (int ci = 0; ci < CI; ci++)")
+        lines.append("for (int kh = 0; kh < 3; kh++) {")
+        lines.append("int ih = oh + kh - 1;")
+        lines.append("if (ih < 0 || ih >= H) continue;")
+        lines.append(f"const float *{r}x = X + ((long)ci*H + ih)*W;")
+        if ir["prefetch"]:
+            lines.append("if (ci + 1 < CI) __builtin_prefetch(x + (long)H*W, 0, 1);")
+        lines.append("for (int kw = 0; kw < 3; kw++) {")
+        lines.append("float w = Wt[((co*CI + ci)*3 + kh)*3 + kw];")
+        lines.append("int lo = kw == 0 ? 1 : 0, hi = kw == 2 ? W - 1 : W;")
+        lines += _loop("ow", "lo", "hi", obody, ir["unroll"], simd, rem)
+        lines += ["}", "}", "}", "}"]
+        return "\n".join(lines) + "\n"
+    lines.append(f"for (int h0 = 0; h0 < H; h0 += {t}) {{")
+    lines.append(f"int hm = h0 + {t} < H ? h0 + {t} : H;")
+    lines.append("for (int oh = h0; oh < hm; oh++)")
+    lines.append("for (int ow = 0; ow < W; ow++) Y[((long)co*H + oh)*W + ow] = Bs[co];")
+    if race:
+        lines.append("#pragma omp parallel for")
+    lines.append("for (int ci = 0; ci < CI; ci++)")
+    lines.append("for (int kh = 0; kh < 3; kh++)")
+    lines.append("for (int kw = 0; kw < 3; kw++) {")
+    lines.append("float w = Wt[((co*CI + ci)*3 + kh)*3 + kw];")
+    lines.append("int lo = kw == 0 ? 1 : 0, hi = kw == 2 ? W - 1 : W;")
+    lines.append("for (int oh = h0; oh < hm; oh++) {")
+    lines.append("int ih = oh + kh - 1;")
+    lines.append("if (ih < 0 || ih >= H) continue;")
+    lines.append(f"const float *{r}x = X + ((long)ci*H + ih)*W;")
+    lines.append(f"float *{r}y = Y + ((long)co*H + oh)*W;")
+    if ir["prefetch"]:
+        lines.append("if (ci + 1 < CI) __builtin_prefetch(x + (long)H*W, 0, 1);")
+    lines += _loop("ow", "lo", "hi", obody, ir["unroll"], simd, rem)
+    lines += ["}", "}", "}", "}"]
+    return "\n".join(lines) + "\n"
+
+
 # ------------------------------------------------------------------------------------------ descriptor
 class RegexDescriptor:
     """Static behaviour descriptor of a C kernel: levels 0-3 on :data:`AXES`, by regex (deterministic).
 
-    memory_opt: 1 ``restrict``, 2 tile loops (``for (int i0 = ...``), 3 ``__builtin_prefetch``;
+    memory_opt: 1 ``restrict``, 2 tile loops (``for (int i0 = ...``, ``h0``), 3 ``__builtin_prefetch``;
     compute_opt: 1 ``fmaf`` or a fused exp-and-sum loop, 2 an online single pass, 3 AVX intrinsics
     (``_mm256_``); parallelism_opt: 1 ``omp parallel for``, 2 ``omp simd``, 3 both with ``collapse``.
     """
@@ -350,7 +548,7 @@ class RegexDescriptor:
         lv = {}
         if "__builtin_prefetch" in source:
             lv["memory_opt"] = 3
-        elif re.search(r"for \(int [ijk]0 = ", source):
+        elif re.search(r"for \(int [ijkh]0 = ", source):
             lv["memory_opt"] = 2
         elif re.search(r"\brestrict\b", source):
             lv["memory_opt"] = 1
@@ -492,7 +690,38 @@ class CostModelEvaluator:
                 (0.97 if ir["tile"] else 0.92) if ir["prefetch"] and unit else 1.02 if ir["prefetch"] else 1.0
             )
             return flops / (vec * thr) * mem * unr * fma * pf
+        if self.task.name == "conv2d":
+            ci, h, w, co = self.task.time_shape
+            flops = 2.0 * co * ci * 9 * h * w
+            unit = ir["order"] == "row" or ir["tile"] > 0
+            if ir["simd"]:
+                vec = 8.0 if unit else 1.5
+            else:
+                vec = (4.0 if ir["restrict"] else 2.0) if unit else 1.0
+            thr = {0: 1.0, 1: 1.9, 2: 1.95}[ir["omp"]]
+            if ir["tile"] == 0:
+                mem = 3.5 if ir["order"] == "direct" else 1.4
+            else:
+                mem = {4: 1.2, 8: 1.05, 16: 1.1}[ir["tile"]]
+            unr = ({1: 1.0, 2: 0.95, 4: 0.92} if unit else {1: 1.0, 2: 0.97, 4: 0.96})[ir["unroll"]]
+            fma = 0.95 if ir["fma"] and vec >= 4 else 1.0
+            pf = (
+                (0.97 if ir["tile"] else 0.95) if ir["prefetch"] and unit else 1.02 if ir["prefetch"] else 1.0
+            )
+            return flops / (vec * thr) * mem * unr * fma * pf
         r, c = self.task.time_shape
+        if self.task.name == "layernorm":
+            v = 8.0 if ir["simd"] else 1.0  # float reductions vectorise only under omp simd
+            vn = 8.0 if (ir["simd"] or ir["restrict"]) else 1.0
+            if ir["algo"] == "three":
+                t = 1.0 / v + 2.0 / v + 3.0 / vn
+            elif ir["algo"] == "fused":
+                t = 2.0 / v + 3.0 / vn
+            else:  # Welford: a division and a serial dependency per element, never vectorised
+                t = 12.0 + 3.0 / vn
+            t *= {1: 1.0, 2: 0.98, 4: 0.97}[ir["unroll"]]
+            t *= 0.99 if ir["prefetch"] else 1.0
+            return float(r * c) * t / (1.9 if ir["omp"] else 1.0)
         e = float(r * c)
         v = 8.0 if ir["simd"] else 1.0
         ve = 4.0 if ir["simd"] else 1.0
@@ -512,6 +741,29 @@ class CostModelEvaluator:
         if ir.get("bug"):
             return gated(4, 0.0, None, f"bug {ir['bug']}")
         return gated(5, self.t_ref / self.cost(ir), None, "cost model")
+
+
+def reference(task: str, inputs: Sequence[np.ndarray]) -> np.ndarray:
+    """The float64 reference output of ``task`` on ``inputs`` (from ``_cworker.make_inputs``): numpy for
+    matmul and softmax; ``torch.nn.functional.layer_norm`` (eps 1e-5) and ``conv2d`` (stride 1, padding 1)
+    for layernorm and conv2d."""
+    if task == "matmul":
+        return inputs[0].astype(np.float64) @ inputs[1].astype(np.float64)
+    if task == "softmax":
+        x = inputs[0].astype(np.float64)
+        e = np.exp(x - x.max(1, keepdims=True))
+        return e / e.sum(1, keepdims=True)
+    if task not in ("layernorm", "conv2d"):
+        raise ValueError(f"task: unknown {task!r}")
+    import torch
+    import torch.nn.functional as F
+
+    t = [torch.from_numpy(np.asarray(a, np.float64)) for a in inputs]
+    if task == "layernorm":
+        out = F.layer_norm(t[0], (t[0].shape[-1],), t[1], t[2], eps=1e-5)
+    else:
+        out = F.conv2d(t[0], t[1], t[2], stride=1, padding=1)
+    return out.numpy()
 
 
 def _gcc() -> str:
@@ -552,6 +804,22 @@ class CEvaluator:
             weakref.finalize(self, shutil.rmtree, str(self.workdir), True)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.t_ref: float | None = None
+        self._refs: list[str] | None = None
+
+    def references(self) -> list[str]:
+        """Paths of the float64 reference outputs of the check shapes (computed once, in ``workdir``)."""
+        if self._refs is None:
+            from optarium.kernels._cworker import make_inputs
+
+            paths = []
+            for shape in self.task.check_shapes:
+                tag = "x".join(str(v) for v in shape)
+                path = self.workdir / f"ref_{self.task.name}_{tag}.npy"
+                if not path.exists():
+                    np.save(path, reference(self.task.name, make_inputs(self.task.name, list(shape), 1)))
+                paths.append(str(path))
+            self._refs = paths
+        return self._refs
 
     def compile(self, source: str) -> tuple[int, str | None, str]:
         """(perf_score if it failed else 5, path of the shared object, compiler log)."""
@@ -593,16 +861,10 @@ class CEvaluator:
             "atol": self.task.atol,
             "repeats": self.repeats,
             "check_runs": 2,
+            "references": self.references(),
         }
-        env = {**os.environ, "OMP_NUM_THREADS": str(self.threads), "OMP_WAIT_POLICY": "PASSIVE"}
         try:
-            p = subprocess.run(
-                [sys.executable, str(_WORKER), so, json.dumps(spec)],
-                capture_output=True,
-                text=True,
-                timeout=self.timeout_s,
-                env=env,
-            )
+            p = self._worker(so, spec, self.timeout_s)
         except subprocess.TimeoutExpired:
             return {"perf_score": 2, "runtime_ms": None, "log": "timeout"}
         if p.returncode != 0 or not p.stdout.strip():
@@ -616,9 +878,44 @@ class CEvaluator:
         out = self.run_object(so)
         if out["perf_score"] != 5:
             return gated(out["perf_score"], 0.0, None, out["log"])
-        if self.t_ref is None:
-            self.t_ref = self._time_seed()
+        if self.t_ref is None:  # the seed evaluated first (as in a search) is timed only once
+            seed = render(self.task.name, self.task.seed_ir())
+            self.t_ref = float(out["runtime_ms"]) if source == seed else self._time_seed()
         return gated(5, self.t_ref / out["runtime_ms"], out["runtime_ms"], out["log"])
+
+    def time_interleaved(self, sources: Sequence[str]) -> list[float]:
+        """Median runtimes (ms) of ``sources`` on the timing shape, timed in one subprocess with interleaved
+        rounds (each round calls every kernel once, the order rotated); a kernel that does not compile or
+        crashes the worker raises ``RuntimeError`` (gate it with :meth:`__call__` first)."""
+        if not sources:
+            raise ValueError("sources: need at least one kernel")
+        sos = []
+        for src in sources:
+            _, so, log = self.compile(src)
+            if so is None:
+                raise RuntimeError(f"sources: a kernel did not compile: {log[-300:]}")
+            sos.append(so)
+        spec = {
+            "mode": "time",
+            "task": self.task.name,
+            "time_shape": list(self.task.time_shape),
+            "repeats": self.repeats,
+        }
+        p = self._worker(",".join(sos), spec, self.timeout_s * len(sos))
+        if p.returncode != 0 or not p.stdout.strip():
+            raise RuntimeError(f"sources: the timing run failed (rc={p.returncode}): {p.stderr[-300:]}")
+        return [float(v) for v in json.loads(p.stdout.strip().splitlines()[-1])["runtime_ms"]]
+
+    def _worker(self, so_arg: str, spec: Mapping[str, Any], timeout: float) -> subprocess.CompletedProcess:
+        """Run :mod:`_cworker` on ``so_arg`` with ``spec`` (``OMP_NUM_THREADS`` = ``threads``)."""
+        env = {**os.environ, "OMP_NUM_THREADS": str(self.threads), "OMP_WAIT_POLICY": "PASSIVE"}
+        return subprocess.run(
+            [sys.executable, str(_WORKER), so_arg, json.dumps(spec)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
 
     def _time_seed(self) -> float:
         _, so, log = self.compile(render(self.task.name, self.task.seed_ir()))
@@ -675,8 +972,8 @@ class RuleMutator:
                 if lv == 0:
                     ir["restrict"] = True
                 elif lv == 1:
-                    if t == "matmul":
-                        ir["tile"] = int(rng.choice([16, 32, 64]))
+                    if t in ("matmul", "conv2d"):
+                        ir["tile"] = int(rng.choice([v for v in self.space["tile"] if v]))
                     else:
                         ir["prefetch"] = True
                 elif lv == 2:
@@ -689,19 +986,19 @@ class RuleMutator:
                 elif lv == 1:
                     ir["restrict"] = False
         elif axis == 1:
-            if t == "matmul":
+            if t in ("matmul", "conv2d"):
                 ir["fma"] = bool(up)
             else:
-                order = ["three", "fused", "online"]
+                order = list(self.space["algo"])
                 i = order.index(ir["algo"])
-                ir["algo"] = order[min(i + 1, 2)] if up else order[max(i - 1, 0)]
+                ir["algo"] = order[min(i + 1, len(order) - 1)] if up else order[max(i - 1, 0)]
         else:
             if up:
                 if lv == 0:
                     ir["omp"] = 1
                 elif lv == 1:
                     ir["simd"] = True
-                elif lv == 2 and t == "matmul":
+                elif lv == 2 and t in ("matmul", "conv2d"):
                     ir["omp"], ir["simd"] = 2, True
                     if ir["order"] == "ikj" and ir["tile"] == 0:
                         ir["order"] = "ijk"

@@ -60,61 +60,71 @@ class GuardedGrid:
     def n_cells(self) -> int:
         return len(self.cells)
 
-    def rollout(self, probs: torch.Tensor, n: int, generator: torch.Generator) -> dict[str, torch.Tensor]:
+    def rollout(
+        self, probs: torch.Tensor, n: int, generator: torch.Generator, p: torch.Tensor | None = None
+    ) -> dict[str, torch.Tensor]:
         """``n`` episodes of the tabular policy ``probs`` (n_cells x 4), padded to ``horizon`` steps.
 
         Returns ``cells``, ``actions``, ``rewards``, ``next_cells``, ``dones`` (episode ends after this step),
-        ``mask`` (step taken), each (n, horizon), and ``returns`` (n,) (undiscounted).
+        ``mask`` (step taken), each (n, horizon), ``returns`` (n,) (undiscounted), and per episode the number
+        of guarded-cell ``entries`` and penalty ``hits`` (n,). ``p``: an optional per-episode guard
+        probability (n,) replacing ``self.p`` (a sampler over the environment's randomness, as CeSoR's cross
+        entropy module uses); the random stream is the same either way.
         """
         H = self.horizon
         s = torch.full((n,), self.start, dtype=torch.long)
         alive = torch.ones(n, dtype=torch.bool)
-        out = {k: [] for k in ("cells", "actions", "rewards", "next_cells", "dones", "mask")}
+        pg = self.p if p is None else p
+        out = {
+            k: [] for k in ("cells", "actions", "rewards", "next_cells", "dones", "mask", "entered", "hit")
+        }
         for t in range(H):
             a = torch.multinomial(probs[s], 1, generator=generator).squeeze(1)
             s2 = self.next_cell[s, a]
-            hit = self.guarded[s2] & (torch.rand(n, generator=generator, dtype=probs.dtype) < self.p)
+            hit = self.guarded[s2] & (torch.rand(n, generator=generator, dtype=probs.dtype) < pg)
             r = -1.0 - self.penalty * hit.to(probs.dtype)
             done = (s2 == self.goal) | (t == H - 1)
-            for k, v in zip(out, (s, a, r * alive, s2, done & alive, alive.clone()), strict=True):
+            vals = (s, a, r * alive, s2, done & alive, alive.clone(), self.guarded[s2] & alive, hit & alive)
+            for k, v in zip(out, vals, strict=True):
                 out[k].append(v)
             alive = alive & ~done
             s = s2
         res = {k: torch.stack(v, 1) for k, v in out.items()}
         res["returns"] = res["rewards"].sum(1)
+        entered = res.pop("entered")
+        res["entries"] = entered.sum(1)
+        res["hits"] = res.pop("hit").sum(1)
         return res
 
 
 def exact_return_law(env: GuardedGrid, probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Exact law of the undiscounted return of the tabular policy ``probs``: (sorted values, probs)."""
+    """Exact law of the undiscounted return of the tabular policy ``probs``: (sorted values, probs).
+
+    Forward DP over (cell, number of penalties), all cells and actions at once per step; the mass absorbed
+    at ``G`` after ``t + 1`` moves with ``k`` penalties has return ``-(t + 1) - penalty k``, the mass left
+    at the horizon ``-H - penalty k``.
+    """
     H, n = env.horizon, env.n_cells
     dt = probs.dtype
     dist = torch.zeros(n, H + 1, dtype=dt)  # (cell, number of penalties)
     dist[env.start, 0] = 1.0
-    law: dict[float, float] = {}
-    g = env.guarded.to(dt)
+    tgt = env.next_cell.reshape(-1)  # (cell, action) -> next cell, flattened
+    pen = (env.guarded.to(dt)[env.next_cell] * env.p).reshape(-1, 1)
+    absorbed = torch.zeros(H + 1, H + 1, dtype=dt)  # (moves, penalties) at G; row H: time-outs
     for t in range(H):
-        new = torch.zeros_like(dist)
-        for a in range(4):
-            m = dist * probs[:, a : a + 1]
-            tgt = env.next_cell[:, a]
-            pen = g[tgt][:, None] * env.p
-            stay = m * (1 - pen)
-            hit = torch.zeros_like(m)
-            hit[:, 1:] = (m * pen)[:, :-1]
-            new.index_add_(0, tgt, stay + hit)
-        at_goal = new[env.goal]
-        for k in torch.nonzero(at_goal > 0).flatten().tolist():
-            v = -(t + 1.0) - env.penalty * k
-            law[v] = law.get(v, 0.0) + float(at_goal[k])
+        m = (dist[:, None, :] * probs[:, :, None]).reshape(n * 4, H + 1)
+        moved = m * (1 - pen)
+        moved[:, 1:] += (m * pen)[:, :-1]
+        new = torch.zeros_like(dist).index_add_(0, tgt, moved)
+        absorbed[t] = new[env.goal]
         new[env.goal] = 0.0
         dist = new
-    rest = dist.sum(0)
-    for k in torch.nonzero(rest > 0).flatten().tolist():
-        v = -float(H) - env.penalty * k
-        law[v] = law.get(v, 0.0) + float(rest[k])
-    vals = sorted(law)
-    return torch.tensor(vals, dtype=dt), torch.tensor([law[v] for v in vals], dtype=dt)
+    absorbed[H] += dist.sum(0)
+    steps = torch.arange(1, H + 2, dtype=dt).clamp_max(H)  # the last row: time-outs after H moves
+    value = -steps[:, None] - env.penalty * torch.arange(H + 1, dtype=dt)[None, :]
+    keep = absorbed > 0
+    vals, inv = torch.unique(value[keep], sorted=True, return_inverse=True)
+    return vals, torch.zeros_like(vals).index_add_(0, inv, absorbed[keep])
 
 
 def safe_probability(env: GuardedGrid, probs: torch.Tensor) -> torch.Tensor:
@@ -123,11 +133,9 @@ def safe_probability(env: GuardedGrid, probs: torch.Tensor) -> torch.Tensor:
     clean[env.start] = 1.0
     safe = clean.new_zeros(())
     keep = (~env.guarded).to(probs.dtype)
+    tgt = env.next_cell.reshape(-1)
     for _ in range(env.horizon):
-        new = torch.zeros_like(clean)
-        for a in range(4):
-            new.index_add_(0, env.next_cell[:, a], clean * probs[:, a])
-        new = new * keep
+        new = torch.zeros_like(clean).index_add_(0, tgt, (clean[:, None] * probs).reshape(-1)) * keep
         safe = safe + new[env.goal]
         new[env.goal] = 0.0
         clean = new

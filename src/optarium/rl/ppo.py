@@ -8,8 +8,10 @@ With the ratio :math:`r = \exp(\log\pi_\theta - \log\pi_{old})` and advantage :m
 
 averaged over the valid tokens (:func:`optarium.rl.losses.aggregate`). Diagnostics: ``clip_fraction``
 (share of valid tokens with :math:`|r - 1| > \epsilon`), ``approx_kl`` (the estimator
-:math:`\mathbb E[(r - 1) - \log r]` of :math:`\mathrm{KL}(\pi_{old}\|\pi_\theta)`), ``ratio_mean``. GIPO,
-segment-level PPO and the CVaR policy gradients share the signature (:mod:`optarium.rl.losses`).
+:math:`\mathbb E[(r - 1) - \log r]` of :math:`\mathrm{KL}(\pi_{old}\|\pi_\theta)`), ``ratio_mean``,
+``zero_grad_frac`` (share of valid tokens whose gradient is exactly zero: clipped in the improving
+direction, or :math:`\hat A = 0`; one minus the utilisation). GIPO, segment-level PPO and the CVaR policy
+gradients share the signature (:mod:`optarium.rl.losses`).
 """
 
 from __future__ import annotations
@@ -58,5 +60,8 @@ def ppo_clip_loss(
             "clip_fraction": (((ratio - 1.0).abs() > clip_eps).to(m) * m).sum() / n,
             "approx_kl": (((ratio - 1.0) - log_ratio) * m).sum() / n,
             "ratio_mean": (ratio * m).sum() / n,
+            # the gradient is exactly zero where the clipped branch is active (r beyond the clip range in
+            # the improving direction) or the advantage is 0: one minus the utilisation
+            "zero_grad_frac": ((((unclipped > clipped) | (adv == 0)).to(m)) * m).sum() / n,
         }
     return loss, diagnostics
