@@ -108,6 +108,10 @@ def test_band_stats_and_figures() -> None:
     assert steps == [1, 2] and mid[1] == pytest.approx(2.0) and (lo, hi) == ([2.0, 1.0], [8.0, 4.0])
     _, med, q1, q3 = vf.band_stats({0: [1.0, 2.0, 3.0, 4.0]}, center="median", band="quartiles")
     assert (med, q1, q3) == ([2.5], [1.75], [3.25])
+    _, m, lo, hi = vf.band_stats({0: [1.0, 3.0], 1: [5.0]}, band="se")
+    assert (m, lo, hi) == ([2.0, 5.0], [1.0, 5.0], [3.0, 5.0])  # sd sqrt(2) / sqrt(2); one seed: no band
+    with pytest.raises(ValueError, match=r"^band='se'"):
+        vf.band_stats(data, center="median", band="se")
     with pytest.raises(ValueError, match=r"^center"):
         vf.band_stats(data, center="mode")
     ax = Figure().subplots()

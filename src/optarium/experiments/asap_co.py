@@ -536,22 +536,13 @@ def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> V
 
 def _curves(ax1: Any, records: Sequence[Mapping[str, Any]], gap: str) -> None:
     """Gap vs adaptation steps of both arms (mean ± SE over seeds), the fixed baselines as lines."""
+    from optarium.harness.figures import draw_band
+
     for i, m in enumerate(ARMS):
         g = by_step(records, gap, m)
         if not g:
             continue
-        steps = sorted(g)
-        st = [mean_se(g[s]) for s in steps]
-        mid = [s[0] for s in st]
-        se = [s[1] if s[1] == s[1] else 0.0 for s in st]
-        ax1.plot(steps, mid, color=f"C{i}", marker=".", label=m)
-        ax1.fill_between(
-            steps,
-            [x - e for x, e in zip(mid, se, strict=True)],
-            [x + e for x, e in zip(mid, se, strict=True)],
-            color=f"C{i}",
-            alpha=0.2,
-        )
+        draw_band(ax1, g, band="se", color=f"C{i}", label=m, alpha=0.2, marker=".")
     for j, m in enumerate(BASELINES[1:]):
         g = records_final(records, gap, m)
         if g:

@@ -292,8 +292,9 @@ def _decide_full(
 def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:
     """Recall against evaluations and against cumulative inference calls (mean ± SE over seeds)."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
-    from optarium.harness.stats import mean_se
+    from optarium.harness.figures import band_stats, draw_band
 
     fig = Figure(figsize=(12, 4.5))
     ax1, ax2 = fig.subplots(1, 2)
@@ -302,18 +303,9 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
         inf = by_step(records, "inference_calls", m)
         if not rec:
             continue
-        steps = sorted(rec)
-        stats = [mean_se(rec[s]) for s in steps]
-        mid = [s[0] for s in stats]
-        se = [s[1] if s[1] == s[1] else 0.0 for s in stats]
-        ax1.plot(steps, mid, color=f"C{i}", label=m)
-        ax1.fill_between(
-            steps,
-            [a - b for a, b in zip(mid, se, strict=True)],
-            [a + b for a, b in zip(mid, se, strict=True)],
-            color=f"C{i}",
-            alpha=0.15,
-        )
+        draw_band(ax1, rec, band="se", color=f"C{i}", label=m, alpha=0.15)
+        steps, mid, lo, _ = band_stats(rec, band="se")
+        se = [c - a for c, a in zip(mid, lo, strict=True)]
         calls = [sum(inf[s]) / len(inf[s]) for s in steps]
         keep = [j for j, c in enumerate(calls) if c > 0]  # log axis: the initial design has no inference
         if keep:
@@ -331,6 +323,10 @@ def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dic
     ax1.legend(fontsize=7)
     ax1.grid(alpha=0.3)
     ax2.set_xscale("log")
+    # a short log range: label 1-2-5 steps in plain numbers (matplotlib's minor labels overlap there)
+    ax2.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax2.xaxis.set_major_formatter(ScalarFormatter())
+    ax2.xaxis.set_minor_formatter(NullFormatter())
     ax2.set_xlabel("cumulative surrogate inference calls")
     ax2.set_ylabel("recall (mean ± SE)")
     ax2.set_title("quality / inference trade-off")

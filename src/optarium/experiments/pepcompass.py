@@ -540,25 +540,12 @@ def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> V
 
 def plot(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:
     """Best improvement vs evaluations per arm (mean ± SE over seed peptides)."""
-    from optarium.harness.figures import panel_grid
-    from optarium.harness.stats import mean_se
+    from optarium.harness.figures import draw_band, panel_grid
 
     fig, (ax,) = panel_grid(1)
-    for m in LEBO_METHODS + REFERENCE_METHODS:
+    for i, m in enumerate(LEBO_METHODS + REFERENCE_METHODS):
         steps = by_step(records, "best_improvement", m)
-        if not steps:
-            continue
-        xs = sorted(steps)
-        ms = [mean_se(steps[s]) for s in xs]
-        mean = [a for a, _ in ms]
-        se = [0.0 if not math.isfinite(b) else b for _, b in ms]
-        ax.plot(xs, mean, marker="o", label=m)
-        ax.fill_between(
-            xs,
-            [a - b for a, b in zip(mean, se, strict=True)],
-            [a + b for a, b in zip(mean, se, strict=True)],
-            alpha=0.2,
-        )
+        draw_band(ax, steps, band="se", color=f"C{i}", label=m, alpha=0.2, marker="o")
     ax.set_xlabel("oracle evaluations after the shared initial data")
     ax.set_ylabel("best assay logit - seed's logit")
     ax.set_title("in-silico local optimisation around seed peptides")

@@ -8,7 +8,7 @@ calls:
 - :func:`draw_paired_gaps`: per comparison, the per-seed gaps (gray points) and their mean ± k SE (a
   diamond with error bars), a zero line and one tick label per comparison;
 - :func:`band_stats` and :func:`draw_band`: a curve over steps summarising seeds (mean, geometric mean or
-  median) and its band (min-max or quartiles).
+  median) and its band (min-max, quartiles, or ± one standard error of the mean).
 
 The records these figures read come from the queries of :mod:`optarium.harness.verdicts`.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from optarium._core.validation import check_choice
-from optarium.harness.stats import PairedEffect
+from optarium.harness.stats import PairedEffect, mean_se
 
 __all__ = [
     "BANDS",
@@ -46,7 +46,7 @@ MAX_FIGURE_WIDTH_PX = 1400
 #: How :func:`band_stats` summarises the seeds at a step.
 CENTERS: tuple[str, ...] = ("mean", "geomean", "median")
 #: Which band :func:`band_stats` draws around the centre (``none``: no band).
-BANDS: tuple[str, ...] = ("minmax", "quartiles", "none")
+BANDS: tuple[str, ...] = ("minmax", "quartiles", "se", "none")
 
 
 def draw_paired_gaps(
@@ -92,11 +92,15 @@ def band_stats(
     """(steps, centre, lower, upper) over the seeds' values at each step (steps sorted).
 
     ``center``: ``mean``, ``geomean`` (exp of the mean log; for positive metrics on log axes) or ``median``.
-    ``band``: ``minmax``, ``quartiles`` (linear-interpolation quartiles, as ``torch.quantile``) or ``none``
-    (lower and upper are the centre).
+    ``band``: ``minmax``, ``quartiles`` (linear-interpolation quartiles, as ``torch.quantile``), ``se``
+    (centre ± the standard error of the mean, :func:`optarium.harness.stats.mean_se`; zero width at a step
+    with one seed, whose SE is undefined; only with ``center="mean"``) or ``none`` (lower and upper are the
+    centre).
     """
     check_choice("center", center, CENTERS)
     check_choice("band", band, BANDS)
+    if band == "se" and center != "mean":
+        raise ValueError(f"band='se' is the SE of the mean: it needs center='mean', got {center!r}")
     steps = sorted(by_step)
     mid, lo, hi = [], [], []
     for s in steps:
@@ -111,6 +115,10 @@ def band_stats(
             a, b = min(vals), max(vals)
         elif band == "quartiles":
             a, b = _quantile(vals, 0.25), _quantile(vals, 0.75)
+        elif band == "se":
+            se = mean_se(vals)[1]
+            se = se if math.isfinite(se) else 0.0
+            a, b = c - se, c + se
         else:
             a = b = c
         mid.append(c)
