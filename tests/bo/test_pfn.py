@@ -5,17 +5,23 @@ the posterior predictive, the f*-conditional, and the information gain I(y(x); f
 
 from __future__ import annotations
 
+import io
 import math
 
 import pytest
 import torch
 
+from optarium.bo._pfn_cache import RECIPES
 from optarium.bo.pfn import (
     AlphaPFNAcquisition,
     BarDistribution,
     GPRFFPrior,
     PFNBayesOpt,
     PFNTransformer,
+    _argmax_on,
+    _argmax_on_grid2,
+    _optimum_grid,
+    style_vector,
     train_pfn,
     untrained_head,
 )
@@ -104,6 +110,100 @@ def test_prior_rejects_bad_arguments() -> None:
         GPRFFPrior((1,), lengthscale=("gamma", 1.0, 1.0))
     with pytest.raises(ValueError, match="dims"):
         GPRFFPrior(())
+
+
+def test_hyperprior_recipe_draws_lognormal_lengthscales_per_function_and_dimension() -> None:
+    """The full scale's prior (recipe ``hyper-ls``): log lengthscale ~ N(log 0.2, 0.5^2), independently per
+    function and dimension, and the RFF frequencies really are scaled by them."""
+    prior = GPRFFPrior.from_config(RECIPES["hyper-ls"]["prior"])
+    assert prior.dims == (1, 2) and prior.lengthscale == ("lognormal", math.log(0.2), 0.5)
+    gen = torch.Generator().manual_seed(0)
+    draws = [prior.sample_functions(128, 2, gen) for _ in range(4)]  # 1,024 log-lengthscales
+    ls = torch.cat([d.lengthscale for d in draws]).double()
+    assert ls.shape == (512, 2)
+    logl = ls.log()
+    n = logl.numel()
+    # moments: mean within 4 SE (0.5 / sqrt(n)), sd within 4 SE (0.5 / sqrt(2n)); a sd of 0.25 or 0.75, or
+    # the paper's v1 location -0.75 + log(d) / 2, would fail
+    assert abs(float(logl.mean()) - math.log(0.2)) < 4 * 0.5 / math.sqrt(n)
+    assert abs(float(logl.std()) - 0.5) < 4 * 0.5 / math.sqrt(2 * n)
+    assert abs(float(torch.corrcoef(logl.T)[0, 1])) < 4 / math.sqrt(512)  # independent per dimension
+    # the frequencies of each function and dimension have scale 1 / lengthscale (M = 256 features)
+    omega = torch.cat([d.omega for d in draws]).double()  # (512, M, 2)
+    est = 1 / omega.square().mean(1).sqrt()
+    assert float((est / ls).log().abs().median()) < 0.1
+    one = prior.sample_functions(256, 1, gen).lengthscale.double().log()  # 1-D: the same law
+    assert one.shape == (256, 1) and abs(float(one.mean()) - math.log(0.2)) < 4 * 0.5 / math.sqrt(256)
+
+
+def test_fast_2d_grid_optimum_equals_the_direct_grid_and_the_dense_maximum() -> None:
+    prior = GPRFFPrior.from_config(RECIPES["hyper-ls"]["prior"])
+    draw = prior.sample_functions(16, 2, torch.Generator().manual_seed(1))
+    grid, _ = _optimum_grid(2)
+    x_fast, f_fast = _argmax_on_grid2(draw, grid)
+    _, f_dir = _argmax_on(draw, grid.expand(16, -1, -1))
+    assert torch.allclose(f_fast, f_dir, atol=1e-4)
+    assert torch.allclose(draw(x_fast[:, None, :]).squeeze(1), f_fast, atol=1e-4)
+    t = torch.linspace(0, 1, 401)  # a dense grid, by the fast evaluation checked against the direct one above
+    _, fmax = _argmax_on_grid2(draw, torch.cartesian_prod(t, t))
+    assert bool((draw.f_opt >= fmax - 1e-3).all())  # the refined optimum is at least the dense maximum
+    assert torch.allclose(draw(draw.x_opt[:, None, :]).squeeze(1), draw.f_opt, atol=1e-5)
+
+
+def test_hyperprior_2d_network_tokens_and_shapes() -> None:
+    """The recipe's 2-D network: style token [x* (2), 1{x*}, f*, 1{f*}], 1-D inputs zero-padded, logits of
+    shape (b, m, buckets) in both dimensions, each network under 1 MB."""
+    rec = RECIPES["hyper-ls"]
+    s1, s2 = rec["stage1"], rec["stage2"]
+    assert s2["kind"] == "MES" and "f_opt" in s1["conditioning"] and s1["standardize"]
+    torch.manual_seed(0)
+    net = PFNTransformer(2, s1["num_buckets"], x_encoder=s1["x_encoder"]).eval()
+    style = style_vector(3, 2, torch.tensor([[0.1, 0.9]] * 3), torch.tensor([1.5, 2.0, 2.5]), torch.zeros(1))
+    assert style.shape == (3, 5)
+    assert torch.equal(style[0], torch.tensor([0.1, 0.9, 1.0, 1.5, 1.0]))
+    xc2, xq2 = torch.rand(3, 7, 2), torch.rand(3, 4, 2)
+    yc = torch.randn(3, 7)
+    assert net(xc2, yc, xq2, style).shape == (3, 4, s1["num_buckets"])
+    xc1, xq1 = xc2[..., :1], xq2[..., :1]
+    out1 = net(xc1, yc, xq1, style)
+    pad = torch.nn.functional.pad
+    # a 1-D dataset is zero-padded inside, and the dimension token tells it from a 2-D one with x2 = 0
+    assert not torch.allclose(out1, net(pad(xc1, (0, 1)), yc, pad(xq1, (0, 1)), style))
+    assert out1.shape == (3, 4, s1["num_buckets"])
+    assert not torch.allclose(net(xc2, yc, xq2), net(xc2, yc, xq2, style))  # the style token is read
+    buf = io.BytesIO()
+    torch.save(net.state_dict(), buf)
+    assert buf.tell() < 1_000_000
+    # stage-1 training on the 1-D/2-D hyperprior runs in both dimensions (tiny network, few steps)
+    prior = GPRFFPrior.from_config(rec["prior"])
+    ppd = train_pfn(prior, conditioning=("none", "f_opt"), emsize=16, nlayers=1, nheads=2, nhid=16,
+                    num_buckets=16, steps=3, batch_size=8, max_context=5, n_query=4, seed=0)  # fmt: skip
+    assert ppd.net.max_dim == 2 and ppd.standardize
+    for d in (1, 2):
+        assert ppd.logits(torch.rand(2, 5, d), torch.randn(2, 5), torch.rand(2, 3, d)).shape == (2, 3, 16)
+
+
+def test_recipe_cache_trains_once_then_loads_the_same_network(tmp_path, monkeypatch) -> None:
+    """A (tiny) hyperprior recipe is trained from code under the training lock, cached, and reloaded."""
+    from optarium.bo import _pfn_cache
+
+    tiny = {"num_buckets": 16, "max_context": 5, "n_query": 4, "batch_size": 8, "steps": 2, "emsize": 16,
+            "nlayers": 1, "nheads": 2, "nhid": 16}  # fmt: skip
+    rec = {"prior": RECIPES["hyper-ls"]["prior"], "stage1": {**tiny, "conditioning": ["none", "f_opt"]},
+           "stage2": {**tiny, "kind": "MES"}}  # fmt: skip
+    monkeypatch.setenv("OPTARIUM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setitem(_pfn_cache.RECIPES, "tiny-test", rec)
+    monkeypatch.setattr(_pfn_cache, "_HEADS", {})
+    head = _pfn_cache.cached_head("tiny-test")
+    path = _pfn_cache.cache_path("tiny-test")
+    assert path.exists() and path.parent == tmp_path / "alpha-pfn" and head.max_dim == 2
+    _pfn_cache._HEADS.clear()
+    again = _pfn_cache.cached_head("tiny-test")
+    assert again is not head
+    for a, b in zip(head.state_dict().values(), again.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    with pytest.raises(ValueError, match="name"):
+        _pfn_cache.cached_head("no-such-recipe")
 
 
 # ---------------------------------------------------------------------------------------------- network

@@ -6,6 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+import torch
+
 from optarium.experiments.asap_co import CONFIGS, decide
 from optarium.harness.runner import run_experiment
 
@@ -65,3 +68,52 @@ def test_rule_with_cvrp_combines_both_problems() -> None:
     v = decide(both((0.02, 0.03), (0.04, 0.03)), full)
     assert v.outcome == "not reproduced" and v.figures["cvrp:outcome"] == "not reproduced"
     assert v.figures["tsp:outcome"] == "reproduced"
+
+
+def test_edge_errors_equal_the_per_state_exact_labels() -> None:
+    """The vectorised err@1 / err@3 equal a per-state loop over routing.optimal_next_sets (the definition),
+    with and without logit noise; noise of a huge scale drives err@1 towards a random guess."""
+    from optarium.combinatorial.asap import ASAPPolicy, AttentionPolicy
+    from optarium.combinatorial.routing import distance_matrix, held_karp, optimal_next_sets, tsp_instances
+    from optarium.experiments.asap_co import _edge_errors, _hk_tables
+
+    torch.manual_seed(0)
+    pol = ASAPPolicy(AttentionPolicy(16, 1), None)
+    coords = tsp_instances(6, 7, "uniform", generator=torch.Generator().manual_seed(1))
+    tables = _hk_tables(coords)
+    for noise in (None, 0.7 * torch.randn(6, 1, 6, 7, generator=torch.Generator().manual_seed(2))):
+        e1, e3 = _edge_errors(pol, coords, tables, noise)
+        with torch.no_grad():
+            out = pol.rollout(coords, starts=0, record=True, logit_noise=noise)
+        logits, vis, cur = out["proposal_logits"][:, 0], out["visited"][:, 0], out["current"][:, 0]
+        for b in range(6):
+            d = distance_matrix(coords[b].double())
+            C = held_karp(d)[2]
+            miss1 = miss3 = 0
+            for t in range(6):
+                mask = int(sum(1 << j for j in range(7) if vis[b, t, j]))
+                opt = set(optimal_next_sets(d, C, mask, int(cur[b, t])))
+                cand = logits[b, t].topk(min(3, 6 - t)).indices.tolist()
+                miss1 += cand[0] not in opt
+                miss3 += not opt.intersection(cand)
+            assert float(e1[b]) == pytest.approx(miss1 / 6) and float(e3[b]) == pytest.approx(miss3 / 6)
+    with pytest.raises(ValueError, match=r"^logit_noise"):
+        pol.rollout(coords, starts=0, logit_noise=torch.zeros(6, 1, 2, 7))
+
+
+def test_matched_degradation_hits_its_err1_target() -> None:
+    from optarium.combinatorial.asap import ASAPPolicy, AttentionPolicy
+    from optarium.combinatorial.routing import tsp_instances
+    from optarium.experiments.asap_co import _edge_errors, _hk_tables, _matched_degradation
+
+    torch.manual_seed(0)
+    pol = ASAPPolicy(AttentionPolicy(16, 1), None)
+    coords = tsp_instances(40, 7, "uniform", generator=torch.Generator().manual_seed(3))
+    tables = _hk_tables(coords)
+    base1 = float(_edge_errors(pol, coords, tables)[0].mean())
+    target = min(base1 + 0.15, 0.6)
+    scale, e1, e3 = _matched_degradation(
+        pol, coords, tables, target, iters=14, generator=torch.Generator().manual_seed(4)
+    )
+    assert scale > 0 and abs(float(e1.mean()) - target) < 0.03  # err@1 is a step function of the scale
+    assert float(e3.mean()) <= float(e1.mean()) + 1e-12  # top-3 contains the argmax

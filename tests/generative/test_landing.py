@@ -12,8 +12,14 @@ from optarium.generative.landing import (
     Constraints,
     LandingDiffusion,
     NoiseSchedule,
+    PeakTensorMemory,
+    latlon_jsd,
     mlp,
     sphere_constraints,
+    sphere_uniform,
+    tetrahedron,
+    vmf_mixture,
+    vmf_sample,
 )
 
 D64 = torch.float64
@@ -223,3 +229,89 @@ def test_bad_input_and_rank_deficiency() -> None:
     assert torch.isfinite(dup.tangent(x, x)).all() and torch.isfinite(dup.landing_direction(x, 0.1)).all()
     y, ok, _ = dup.project(x)
     assert ok.all() and torch.allclose(y.norm(dim=-1), torch.ones(10, dtype=D64), atol=1e-6)
+
+
+def test_vmf_mean_resultant_length_and_mixture() -> None:
+    kappa, n = 50.0, 20_000
+    g = torch.Generator().manual_seed(20)
+    mu = torch.tensor([[0.6, 0.0, 0.8]], dtype=D64).repeat(n, 1)
+    x = vmf_sample(mu, kappa, generator=g)
+    assert torch.allclose(x.norm(dim=-1), torch.ones(n, dtype=D64), atol=1e-12)
+    w = (x * mu).sum(-1)
+    expected = 1.0 / math.tanh(kappa) - 1.0 / kappa
+    assert abs(w.mean().item() - expected) < 4 * w.std().item() / math.sqrt(n)
+    # the azimuth is uniform: the tangential component has mean zero
+    tang = x - w.unsqueeze(-1) * mu
+    assert (tang.mean(0).abs() < 4 * tang.std(0) / math.sqrt(n)).all()
+    # a tetrahedron mixture has (near) zero first moment, a single vMF does not
+    mix = vmf_mixture(tetrahedron(), kappa, n, generator=g)
+    assert mix.mean(0).norm().item() < 0.03 and x.mean(0).norm().item() > 0.9
+    with pytest.raises(ValueError, match=r"^mu"):
+        vmf_sample(torch.ones(3, 3, dtype=D64), kappa)
+    with pytest.raises(ValueError, match=r"^kappa"):
+        vmf_sample(mu[:2], 0.0)
+
+
+def test_latlon_jsd_identical_small_disjoint_large() -> None:
+    g = torch.Generator().manual_seed(21)
+    a = vmf_mixture(tetrahedron(), 50.0, 5000, generator=g)
+    b = vmf_mixture(tetrahedron(), 50.0, 5000, generator=g)
+    assert latlon_jsd(a, a) == pytest.approx(0.0, abs=1e-12)
+    same_law = latlon_jsd(a, b)
+    assert 0.0 < same_law < 0.02  # sampling noise only (36 x 18 bins, 5000 vs 5000)
+    north = vmf_sample(torch.tensor([[0.0, 0.0, 1.0]], dtype=D64).repeat(2000, 1), 50.0, generator=g)
+    assert latlon_jsd(north, -north) == pytest.approx(math.log(2.0), rel=1e-9)  # disjoint supports: ln 2
+    assert latlon_jsd(sphere_uniform(5000, generator=g), a) > 0.3
+    with pytest.raises(ValueError, match="x, y"):
+        latlon_jsd(torch.zeros(4, 2), a)
+
+
+def test_peak_tensor_memory_measures_and_grows_with_particles() -> None:
+    with PeakTensorMemory() as pm:
+        x = torch.zeros(1000, 100, dtype=D64)  # 800 kB
+        del x
+        y = torch.zeros(10, dtype=D64)
+    assert pm.peak_bytes == 800_000 and pm.current == y.numel() * 8
+    model = LandingDiffusion(_torus(), NoiseSchedule(0.4, 0.4, 0.5, 3), "OLLA-P")
+    model.net = mlp([4, 16, 3], dtype=D64)
+    peaks = []
+    for n in (50, 200):
+        prior = torch.tensor([[1.0, 0.0, -0.4]], dtype=D64).repeat(n, 1)
+        with PeakTensorMemory() as pm:
+            model.sample(prior=prior, generator=torch.Generator().manual_seed(0))
+        peaks.append(pm.peak_bytes)
+    assert 0 < peaks[0] and 3.0 < peaks[1] / peaks[0] < 5.0  # ~linear in the particle count
+    # backward passes are seen too
+    net = mlp([4, 64, 3], dtype=D64)
+    inp = torch.randn(500, 4, dtype=D64)
+    with PeakTensorMemory() as fwd:
+        net(inp).sum()
+    with PeakTensorMemory() as both:
+        net(inp).sum().backward()
+    assert both.peak_bytes > fwd.peak_bytes >= 500 * 64 * 8
+
+
+@pytest.mark.parametrize("sampler", ["OLLA", "ULLA"])
+def test_trained_net_path_at_smoke_size(sampler: str) -> None:
+    """fit on vMF data, then sample with the landing and the -P sampler on the same net: on S^2 one
+    Gauss-Newton step of ||x|| - 1 is exact normalisation, so the two agree (common random numbers)."""
+    g = torch.Generator().manual_seed(30)
+    data = vmf_mixture(tetrahedron(), 50.0, 128, generator=g)
+    sched = NoiseSchedule(0.01, 1.0, 4.0, 10) if sampler == "OLLA" else NoiseSchedule(0.1, 2.0, 2.0, 5)
+    torch.manual_seed(31)
+    net = mlp([7 if sampler == "ULLA" else 4, 16, 3], dtype=torch.float32)
+    model = LandingDiffusion(sphere_constraints(), sched, sampler, net=net)
+    fit = model.fit(data, iters=5, batch_size=32, ema=0.9, time_subsample=3, generator=g, record_every=1)
+    assert all(math.isfinite(r["loss"]) for r in fit.history.as_rows())
+    assert fit.extras["path_bytes"] == (sched.N + 1) * 128 * 3 * 8
+    prior = sphere_uniform(200, generator=g)
+    out = {}
+    for smp in (sampler, sampler + "-P"):
+        m = LandingDiffusion(sphere_constraints(), sched, smp, net=model.net)
+        m.ema = model.ema
+        res = m.sample(prior=prior, generator=torch.Generator().manual_seed(32))
+        assert res.extras["dropped"] == 0 and res.value <= 1e-5
+        assert res.extras["nfe"] == 200 * sched.N
+        out[smp] = res
+    assert torch.allclose(out[sampler].x, out[sampler + "-P"].x, atol=1e-4)
+    assert out[sampler + "-P"].extras["newton_iters"] > 0 == out[sampler].extras["newton_iters"]

@@ -280,3 +280,50 @@ def test_residual_state_dict_round_trip_continues_identically() -> None:
         opt2.step()
     assert torch.equal(w, w2)
     assert opt.pulse_count == opt2.pulse_count > 0
+
+
+# SP drift (the experiment's drifting-SP scenario): shift_sp moves every device's SP, nothing else, and the
+# implicit penalty then pulls W-bar toward the moved SP (a one-shot reference goes stale).
+def test_shift_sp_moves_the_symmetric_points_and_the_stationary_point() -> None:
+    n, sigma, lr, delta = 1000, 1.0, 0.03, 0.1
+    gen = torch.Generator().manual_seed(5)
+    w = torch.zeros(n, dtype=F64, requires_grad=True)
+    opt = AnalogSGD([w], lr=lr, device=SoftBoundsDevice(seed=2), reference="oracle", seed=3)
+    with pytest.raises(ValueError, match="delta"):
+        opt.shift_sp(delta)  # no device state before the first step
+
+    def steps(k: int) -> float:
+        acc = torch.zeros((), dtype=F64)
+        for t in range(k):
+            w.grad = sigma * torch.randn(n, generator=gen, dtype=F64)  # zero-mean: only the penalty acts
+            opt.step()
+            if t >= k // 2:
+                acc += w.detach().mean()
+        return float(acc) / (k - k // 2)
+
+    before = steps(300)
+    st = opt.state[w]
+    sp0, ref0, rel0, w0 = st["sp"].clone(), st["ref"].clone(), st["sp_rel"].clone(), w.detach().clone()
+    opt.shift_sp(delta)
+    torch.testing.assert_close(st["sp"], sp0 + delta, rtol=0, atol=1e-15)
+    torch.testing.assert_close(st["sp_rel"], rel0 + delta, rtol=0, atol=1e-15)
+    assert torch.equal(st["ref"], ref0) and torch.equal(w.detach(), w0)  # reference and weights untouched
+    after = steps(600)  # relaxation time tau / (lr E|g|) = 42 steps
+    assert abs(before) < 0.01 and abs(after - delta) < 0.01, (before, after)
+    with pytest.raises(ValueError, match="delta"):
+        opt.shift_sp(math.nan)
+
+
+def test_shift_sp_moves_both_arrays_of_residual_learning_but_not_the_estimate() -> None:
+    w = torch.zeros(50, dtype=F64, requires_grad=True)
+    opt = ResidualAnalogSGD([w], lr=0.05, device=SoftBoundsDevice(seed=1), seed=0)
+    w.grad = torch.ones(50, dtype=F64)
+    opt.step()
+    st = opt.state[w]
+    sp0, fsp0, s_hat0 = st["sp"].clone(), st["fast_sp"].clone(), st["s_hat"].clone()
+    opt.shift_sp(-0.2)
+    torch.testing.assert_close(st["sp"], sp0 - 0.2, rtol=0, atol=1e-15)
+    torch.testing.assert_close(st["fast_sp"], fsp0 - 0.2, rtol=0, atol=1e-15)
+    assert torch.equal(st["s_hat"], s_hat0)
+    # conductances stay inside the moved ranges
+    assert bool((st["fast"] >= st["fast_sp"] - 1.0).all() and (st["fast"] <= st["fast_sp"] + 1.0).all())

@@ -44,7 +44,11 @@ Deviations and scale (laptop scale, optarium spec ``alpha-pfn``):
 - prior: RFF GP with 256 features, dimensions {1, 2}; the optimum is the best point of a coarse grid (256
   points in 1-D, 64² in 2-D) refined on a local grid of spacing 1/8 of the coarse one (4,096 Sobol points
   above 2-D, unrefined), instead of the spec's suggested dense grid plus gradient steps (the generator is not
-  public); one context size per batch (PFN practice), drawn uniformly in ``1..max_context``;
+  public; the 64² grid is evaluated as two batched matrix products through the cos(a + b) identity, about
+  10x cheaper per 2-D batch); one context size per batch (PFN practice), drawn uniformly in
+  ``1..max_context``; with ``lengthscale=("lognormal", mu, sigma)`` every function and dimension draws its
+  own lengthscale (the spec's hyperprior, recipe ``hyper-ls`` of :mod:`optarium.bo._pfn_cache`), kept in
+  :attr:`RFFDraw.lengthscale`;
 - the head's bar distribution has 64 buckets at quantiles of targets from the first batches;
 - a batch proposal of ``n > 1`` points from :class:`PFNBayesOpt` takes the ``n`` best candidates (the paper's
   acquisition is q = 1).
@@ -218,6 +222,7 @@ class RFFDraw:
     noise_sd: float
     x_opt: torch.Tensor = field(init=False)
     f_opt: torch.Tensor = field(init=False)
+    lengthscale: torch.Tensor = field(init=False)  # (b, d): the lengthscales ``omega`` was divided by
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """Noiseless values at ``x`` of shape ``(b, n, d)`` -> ``(b, n)``."""
@@ -309,8 +314,12 @@ class GPRFFPrior:
         amp = math.sqrt(self.outputscale) * torch.randn(batch, M, generator=generator)
         mean = self.mean_sd * torch.randn(batch, generator=generator)
         draw = RFFDraw(omega, phase, amp, mean, self.noise_sd)
+        draw.lengthscale = ls[:, 0]
         grid, h = _optimum_grid(dim)
-        best_x, best_f = _argmax_on(draw, grid.expand(batch, -1, -1))
+        if dim == 2:  # the same 64^2 grid, evaluated by the cos(a + b) identity as two batched products
+            best_x, best_f = _argmax_on_grid2(draw, grid)
+        else:
+            best_x, best_f = _argmax_on(draw, grid.expand(batch, -1, -1))
         if h > 0:  # a local grid of spacing h / 8 around the coarse argmax
             t = torch.linspace(-h, h, 17)
             local = torch.cartesian_prod(*([t] * dim)).reshape(-1, dim)
@@ -353,6 +362,23 @@ def _argmax_on(draw: RFFDraw, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
     v = draw(x)
     vmax, imax = v.max(1)
     return x[torch.arange(x.shape[0]), imax], vmax
+
+
+def _argmax_on_grid2(draw: RFFDraw, grid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    r""":func:`_argmax_on` over the 2-D Cartesian grid ``grid = cartesian_prod(t, t)`` without the
+    ``(b, k^2, M)`` feature tensor: :math:`\cos(\omega_1 t_i + \phi + \omega_2 t_j) = C_{mi} C'_{mj} -
+    S_{mi} S'_{mj}` with :math:`C = \cos(\omega_1 t + \phi)`, :math:`S = \sin(\omega_1 t + \phi)`,
+    :math:`C' = \cos(\omega_2 t)`, :math:`S' = \sin(\omega_2 t)`, so the values are two ``(k, M) @ (M, k)``
+    products per function (measured 0.97 -> 0.02 CPU-s for 64 functions, 64^2 points, 256 features)."""
+    k = math.isqrt(grid.shape[0])
+    t = grid[::k, 0]  # (k,): grid[i * k + j] = (t_i, t_j)
+    M = draw.omega.shape[1]
+    a1 = draw.omega[:, :, 0, None] * t + draw.phase[:, :, None]  # (b, M, k)
+    a2 = draw.omega[:, :, 1, None] * t
+    amp = draw.amp[:, :, None] * math.sqrt(2.0 / M)
+    v = (amp * torch.cos(a1)).mT @ torch.cos(a2) - (amp * torch.sin(a1)).mT @ torch.sin(a2)  # (b, k, k)
+    vmax, imax = (v.reshape(v.shape[0], -1) + draw.mean[:, None]).max(1)
+    return grid[imax], vmax
 
 
 # ---------------------------------------------------------------------------------------------- network

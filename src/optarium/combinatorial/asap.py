@@ -309,6 +309,7 @@ class ASAPPolicy(nn.Module):
         generator: torch.Generator | None = None,
         record: bool = False,
         tours: torch.Tensor | None = None,
+        logit_noise: torch.Tensor | None = None,
     ) -> dict[str, torch.Tensor]:
         """Construct solutions. ``coords``: TSP coordinates (B, n, 2), or for a CVRP proposal an instance
         dict (``depot``, ``coords``, ``demands``, ``capacity``, as from
@@ -324,7 +325,12 @@ class ASAPPolicy(nn.Module):
         forces customer ``j``. Given ``tours``, those solutions are replayed (teacher forcing; TSP: their
         first node is the start; CVRP: their second entry is the forced first customer unless ``starts=0``)
         and ``logp`` is their log-probability (``-inf`` where a forced node is infeasible or outside the
-        candidates)."""
+        candidates).
+
+        ``logit_noise`` (B or 1, P or 1, S, N), optional: added to the proposal's logits at decision ``t``
+        (``logit_noise[:, :, t]``; masked moves stay masked) before anything reads them, so the rollout
+        follows the perturbed policy and ``record`` returns the perturbed logits (asap-co's
+        matched-degradation control: one fixed noise draw per state)."""
         if decode not in ("greedy", "sample"):
             raise ValueError(f"decode: expected 'greedy' or 'sample', got {decode!r}")
         if self.proposal.problem == "tsp":
@@ -356,12 +362,26 @@ class ASAPPolicy(nn.Module):
         d = emb.shape[-1]
         logp = torch.zeros(b, p, dtype=dtype, device=dev)
         rec: dict[str, list[torch.Tensor]] = {"proposal_logits": [], "infeasible": [], "current": []}
+        if logit_noise is not None:
+            if not isinstance(logit_noise, torch.Tensor) or logit_noise.dim() != 4:
+                raise ValueError("logit_noise: expected a (B, P, S, N) tensor")
+            if logit_noise.shape[0] not in (1, b) or logit_noise.shape[1] not in (1, p):
+                raise ValueError(
+                    f"logit_noise: leading sizes {tuple(logit_noise.shape[:2])} do not broadcast to {(b, p)}"
+                )
         t = 0
         while not state.finished(t):
             infeasible = state.infeasible()
             logits, q = self.proposal.step_logits(
                 emb, keys, state.first, state.cur, infeasible, state.extra()
             )
+            if logit_noise is not None:
+                if t >= logit_noise.shape[2] or logit_noise.shape[3] != logits.shape[-1]:
+                    raise ValueError(
+                        f"logit_noise: shape {tuple(logit_noise.shape)} has no (step {t}, "
+                        f"{logits.shape[-1]} moves) slice"
+                    )
+                logits = logits + logit_noise[:, :, t].to(logits.dtype)
             if record:
                 rec["proposal_logits"].append(logits.detach())
                 rec["infeasible"].append(infeasible)

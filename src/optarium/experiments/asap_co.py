@@ -29,6 +29,22 @@ per-seed gap already averages the 200 shared instances). Delta at step 10 is rep
 200 steps, 3 seeds, lr grid {1e-4, 3e-4, 1e-3, 3e-3} with 50 validation steps, OR-Tools references (1 s
 guided local search) instead of Held-Karp; the verdict at step 50 (the same rule).
 
+**Full-only parts, reported beside the rule** (smoke runs tiny versions):
+
+- arm (c) ``asap-maml``: the spec's ASAP with a MAML-primed selection head: a copy of the checkpoint whose
+  head is meta-trained by first-order MAML (:func:`~optarium.combinatorial.asap.fomaml_selection`: proposal
+  frozen, 1 inner SGD step at 1e-3, outer Adam 1e-4, 4 tasks per meta-step, the spec's suggested settings)
+  for ``maml_steps`` = 200 meta-steps over the training distributions uniform, gmm2 and gmm4 (sigma 0.05;
+  neither the validation nor the test distribution), then adapted and lr-selected exactly as arm (a);
+  TSP only. Reported: gap(a) - gap(c) and gap(b) - gap(c) at the verdict step, paired over seeds.
+- the satisficing edge with exact labels at n = ``edge_n`` = 10 (Held-Karp stops at n = 16, so TSP-20's own
+  checkpoint cannot be labelled): a second checkpoint trained by the quick recipe at n = 10, 1000 uniform and
+  1000 shifted instances, err@1 / err@3 as in quick, and the spec's **matched-degradation control**:
+  Gaussian noise s z on the uniform instances' logits (one fixed draw z per state; the rollout follows the
+  noisy argmax), s bisected (12 halvings) until err@1 equals the shifted err@1; the edge is supported if
+  err@3(shift) - err@3(matched) has a 95 % bootstrap CI below 0 (the two instance sets are resampled
+  independently: they are different instances, so the spec's "paired" bootstrap is unpaired here).
+
 **CVRP** (full and smoke, not quick: the TSP quick alone takes 51-61 of the 60 CPU-s): the same classes
 with ``problem="cvrp"`` (capacity 30, demands 1..9), a second checkpoint trained by POMO on uniform
 CVRP-20 (``cvrp_train_steps`` = 600 steps of batch 32, fixed in advance: the spec's ~5 CPU-min), and the
@@ -70,8 +86,9 @@ RULE = (
     "Delta > 2 SE, otherwise inconclusive."
 )
 ARMS = ("asap-selection", "full-finetune")
+MAML_ARM = "asap-maml"
 BASELINES = ("full-finetune", "base", "pomo-aug", "nn-2opt", "nearest-neighbour")
-METHODS = ("asap-selection", *BASELINES)
+METHODS = ("asap-selection", MAML_ARM, *BASELINES)
 
 _QUICK: dict[str, Any] = {
     "n": 10,
@@ -127,8 +144,12 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "cvrp_steps": 4,
         "cvrp_batch": 4,
         "cvrp_ref_time_s": 0.02,
+        "matched_control": True,
+        "matched_iters": 3,
+        "maml_tasks": ["uniform", "gmm2"],
+        "maml_steps": 2,
     },
-    "quick": {**_QUICK, "seeds": 6},
+    "quick": {**_QUICK, "seeds": 6, "methods": [m for m in METHODS if m != MAML_ARM]},
     "full": {
         **_QUICK,
         "n": 20,
@@ -142,6 +163,13 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "reference": "ortools",
         "seeds": 3,
         "unit_timeout_s": 1500.0,
+        "edge_n": 10,
+        "edge_train_steps": 400,
+        "edge_instances": 1000,
+        "matched_control": True,
+        "matched_iters": 12,
+        "maml_tasks": ["uniform", "gmm2", "gmm4"],
+        "maml_steps": 200,
         "problems": ["tsp", "cvrp"],
         "cvrp_n": 20,
         "cvrp_capacity": 30,
@@ -166,6 +194,9 @@ def _key(config: Mapping[str, Any], *names: str) -> tuple:
 
 _CKPT = ("problem", "n", "embed_dim", "layers", "train_steps", "train_batch", "train_lr", "k", "capacity")
 _VAL = ("val_dist", "val_n", "n_val", "sigma", "lr_grid", "val_steps", "batch", "reference")
+_MAML = ("maml_tasks", "maml_steps", "sigma", "batch")
+#: the spec's suggested first-order MAML settings (n_in = 1, alpha_in = 1e-3, outer Adam 1e-4, 4 tasks)
+_MAML_FIXED = {"inner_steps": 1, "inner_lr": 1e-3, "outer_lr": 1e-4, "tasks_per_step": 4}
 
 
 def _view(config: Mapping[str, Any], problem: str) -> dict[str, Any]:
@@ -257,13 +288,41 @@ def _sampler(n: int, dist: str, sigma: float, problem: str = "tsp", capacity: An
     return lambda b, g: _draw(problem, b, n, dist, sigma, capacity, g)
 
 
+@functools.lru_cache(maxsize=1)
+def _primed(key: tuple) -> Any:
+    """Arm (c): a copy of the TSP checkpoint whose selection head is primed by first-order MAML over the
+    training distributions ``maml_tasks`` (proposal frozen; the spec's suggested settings)."""
+    import copy
+
+    from optarium.combinatorial.asap import fomaml_selection
+
+    c = dict(key)
+    pol = copy.deepcopy(_checkpoint(_key(c, *_CKPT)))
+    n, sigma = int(c["n"]), float(c["sigma"])
+    fomaml_selection(
+        pol,
+        [_sampler(n, dist, sigma) for dist in c["maml_tasks"]],
+        meta_steps=int(c["maml_steps"]),
+        batch=int(c["batch"]),
+        generator=torch.Generator().manual_seed(derive_seed(0, "asap-co-maml")),
+        **_MAML_FIXED,
+    )
+    return pol
+
+
+def _policy_for(arm: str, config: Mapping[str, Any]) -> Any:
+    if arm == MAML_ARM:
+        return _primed(_key(config, *_CKPT, *_MAML))
+    return _checkpoint(_key(config, *_CKPT))
+
+
 @functools.lru_cache(maxsize=4)
 def _chosen_lr(arm: str, key: tuple) -> float:
     from optarium.combinatorial.asap import adapt
 
     c = dict(key)
     pr, cap = c["problem"], c["capacity"]
-    pol = _checkpoint(_key(c, *_CKPT))
+    pol = _policy_for(arm, c)
     vc, vo = _instances(c["val_n"], c["val_dist"], c["n_val"], c["sigma"], "val", c["reference"], pr, cap)
     best, best_gap = None, math.inf
     for lr in c["lr_grid"]:
@@ -272,7 +331,7 @@ def _chosen_lr(arm: str, key: tuple) -> float:
             _sampler(c["val_n"], c["val_dist"], c["sigma"], pr, cap),
             steps=c["val_steps"],
             lr=float(lr),
-            only="selection" if arm == "asap-selection" else "all",
+            only="all" if arm == "full-finetune" else "selection",
             batch=c["batch"],
             generator=torch.Generator().manual_seed(derive_seed(0, "asap-co-val", arm, *_tag(pr))),
             eval_coords=vc,
@@ -284,30 +343,84 @@ def _chosen_lr(arm: str, key: tuple) -> float:
     return float(best)  # type: ignore[arg-type]
 
 
-def _err_at(pol: Any, coords: torch.Tensor) -> tuple[float, float]:
-    """err@1 and err@3 of the base policy along its own greedy rollout (start 0) vs exact next-node sets."""
+def _hk_tables(coords: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Distance matrices (B, n, n) and Held-Karp cost-to-go tables C(S, j) (B, 2^n, n), float64."""
+    from optarium.combinatorial.routing import distance_matrix, held_karp
+
+    ds = [distance_matrix(x.double()) for x in coords]
+    return torch.stack(ds), torch.stack([torch.as_tensor(held_karp(d)[2], dtype=torch.float64) for d in ds])
+
+
+def _edge_errors(
+    pol: Any,
+    coords: torch.Tensor,
+    tables: tuple[torch.Tensor, torch.Tensor],
+    logit_noise: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-instance err@1 and err@3 (B,) of the base policy along its own greedy rollout from city 0:
+    the fraction of decisions whose argmax (top-3 among the feasible moves) misses (holds no node of) the
+    exact optimal-next-node set O(S, j) = argmin_k d(j, k) + C(S | {k}, k) (ties within 1e-9).
+    ``logit_noise`` perturbs the policy (the rollout follows the perturbed argmax)."""
     from optarium.combinatorial.asap import ASAPPolicy
-    from optarium.combinatorial.routing import distance_matrix, held_karp, optimal_next_sets
 
     base = ASAPPolicy(pol.proposal, None)
     with torch.no_grad():
-        out = base.rollout(coords, starts=0, record=True)
+        out = base.rollout(coords, starts=0, record=True, logit_noise=logit_noise)
     logits, vis, cur = out["proposal_logits"][:, 0], out["visited"][:, 0], out["current"][:, 0]
-    n = coords.shape[1]
-    top = logits.topk(min(3, n - 1), -1).indices  # (B, n-1, 3)
-    weights = 1 << torch.arange(n)
-    masks = (vis.long() * weights).sum(-1)
-    hit1 = hit3 = total = 0
-    for b in range(coords.shape[0]):
-        d = distance_matrix(coords[b].double())
-        _, _, C = held_karp(d)
-        for t in range(n - 1):
-            opt = set(optimal_next_sets(d, C, int(masks[b, t]), int(cur[b, t])))
-            cand = top[b, t, : min(3, n - 1 - t)].tolist()
-            hit1 += cand[0] in opt
-            hit3 += bool(opt.intersection(cand))
-            total += 1
-    return 1.0 - hit1 / total, 1.0 - hit3 / total
+    d, C = tables
+    b, _, n = logits.shape
+    k = torch.arange(n)
+    masks = (vis.long() * (1 << k)).sum(-1)  # (B, S) visited bitmask before each decision
+    rows = torch.arange(b)[:, None, None]
+    cost = d[rows, cur[..., None], k] + C[rows, masks[..., None] | (1 << k), k]
+    cost = cost.masked_fill(vis, math.inf)
+    opt = cost <= cost.min(-1, keepdim=True).values + 1e-9  # (B, S, n)
+    top = logits.topk(min(3, n - 1), -1).indices
+    feasible_rank = torch.arange(top.shape[-1]) < (~vis).sum(-1, keepdim=True)
+    hit1 = opt.gather(-1, top[..., :1]).squeeze(-1)
+    hit3 = (opt.gather(-1, top) & feasible_rank).any(-1)
+    return 1.0 - hit1.double().mean(-1), 1.0 - hit3.double().mean(-1)
+
+
+def _matched_degradation(
+    pol: Any,
+    coords: torch.Tensor,
+    tables: tuple[torch.Tensor, torch.Tensor],
+    target_err1: float,
+    *,
+    iters: int,
+    generator: torch.Generator,
+) -> tuple[float, torch.Tensor, torch.Tensor]:
+    """The spec's matched-degradation control: Gaussian noise s z on the uniform instances' logits (one
+    fixed draw z per state, so err@1 is a deterministic function of s), s found by bisection so that err@1
+    equals ``target_err1`` (the shifted err@1). Returns s and the per-instance err@1 and err@3 at s."""
+    b, n = coords.shape[:2]
+    z = torch.randn(b, 1, n - 1, n, generator=generator, dtype=torch.float64).to(coords.dtype)
+
+    def err1(scale: float) -> float:
+        return float(_edge_errors(pol, coords, tables, scale * z)[0].mean())
+
+    lo, hi = 0.0, 1.0
+    while err1(hi) < target_err1 and hi < 1e4:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if err1(mid) < target_err1 else (lo, mid)
+    scale = 0.5 * (lo + hi)
+    e1, e3 = _edge_errors(pol, coords, tables, scale * z)
+    return scale, e1, e3
+
+
+def _bootstrap_diff_ci(
+    a: torch.Tensor, b: torch.Tensor, *, reps: int = 2000, generator: torch.Generator
+) -> tuple[float, float, float]:
+    """mean(a) - mean(b) and its 95 % percentile-bootstrap CI, resampling the two instance sets
+    independently (they are different instances: uniform vs shifted)."""
+    ia = torch.randint(a.numel(), (reps, a.numel()), generator=generator)
+    ib = torch.randint(b.numel(), (reps, b.numel()), generator=generator)
+    diffs = a[ia].mean(-1) - b[ib].mean(-1)
+    q = torch.quantile(diffs, torch.tensor([0.025, 0.975], dtype=diffs.dtype))
+    return float(a.mean() - b.mean()), float(q[0]), float(q[1])
 
 
 def _gaps(lengths: torch.Tensor, opt: torch.Tensor) -> float:
@@ -356,14 +469,17 @@ def _run_problem(ctx: Any, method: str, seed: int, config: Mapping[str, Any]) ->
     def log(step: int, **metrics: Any) -> None:
         ctx.log(step, **{pre + k: v for k, v in metrics.items()})
 
-    if method in ARMS:
-        lr = _chosen_lr(method, _key(config, *_CKPT, *_VAL))
+    if method == MAML_ARM and pr != "tsp":
+        return  # arm (c) is TSP-only (the spec's CVRP block has arms (a) and (b))
+    if method in (*ARMS, MAML_ARM):
+        maml = _MAML if method == MAML_ARM else ()
+        lr = _chosen_lr(method, _key(config, *_CKPT, *_VAL, *maml))
         res = adapt(
-            pol,
+            _policy_for(method, config),
             _sampler(n_test, config["test_dist"], sigma, pr, cap),
             steps=int(config["steps"]),
             lr=lr,
-            only="selection" if method == "asap-selection" else "all",
+            only="all" if method == "full-finetune" else "selection",
             batch=int(config["batch"]),
             generator=torch.Generator().manual_seed(derive_seed(seed, "asap-co-adapt", *_tag(pr))),
             eval_coords=tc,
@@ -387,19 +503,43 @@ def _run_problem(ctx: Any, method: str, seed: int, config: Mapping[str, Any]) ->
             if pr != "tsp":
                 log(int(config["steps"]), gap=_gaps(single, to), gap_pomo=_gaps(out.min(-1).values, to))
                 return
-            uc, uo = _instances(
-                config["n"], "uniform", int(config["n_test"]), sigma, "test", config["reference"]
-            )
-            with torch.no_grad():
-                gap_u = _gaps(base.rollout(uc, starts=0)["length"][:, 0], uo)
-            e1u, e3u = _err_at(pol, uc)
-            e1s, e3s = _err_at(pol, tc)
+            # the satisficing-edge descriptives need exact labels: Held-Karp, n <= 16 (full's TSP-20 runs
+            # them on an n = edge_n checkpoint trained by the quick recipe; quick: the main checkpoint)
+            en = int(config.get("edge_n", config["n"]))
+            steps_e = int(config.get("edge_train_steps", config["train_steps"]))
+            ec = {**config, "n": en, "train_steps": steps_e}
+            epol = _checkpoint(_key(ec, *_CKPT))
+            count = int(config.get("edge_instances", config["n_test"]))
+            with ctx.untimed():
+                uc, uo = _instances(en, "uniform", count, sigma, "test", "held-karp")
+                sc, _ = _instances(en, config["test_dist"], count, sigma, "test", "held-karp")
+                utab, stab = _hk_tables(uc), _hk_tables(sc)
+            extra: dict[str, float] = {}
+            if en == int(config["n"]) and config["reference"] == "held-karp":
+                with torch.no_grad():
+                    extra["gap_uniform"] = _gaps(base.rollout(uc, starts=0)["length"][:, 0], uo)
+            e1u_b, e3u_b = _edge_errors(epol, uc, utab)
+            e1s_b, e3s_b = _edge_errors(epol, sc, stab)
+            e1u, e3u, e1s, e3s = (float(v.mean()) for v in (e1u_b, e3u_b, e1s_b, e3s_b))
+            if config.get("matched_control"):
+                g = torch.Generator().manual_seed(derive_seed(0, "asap-co-matched"))
+                scale, e1m_b, e3m_b = _matched_degradation(
+                    epol, uc, utab, e1s, iters=int(config.get("matched_iters", 12)), generator=g
+                )
+                d, lo_ci, hi_ci = _bootstrap_diff_ci(e3s_b, e3m_b, generator=g)
+                extra.update(
+                    matched_scale=scale,
+                    err1_matched=float(e1m_b.mean()),
+                    err3_matched=float(e3m_b.mean()),
+                    err3_shift_minus_matched=d,
+                    err3_shift_minus_matched_lo=lo_ci,
+                    err3_shift_minus_matched_hi=hi_ci,
+                )
             lo = lambda e: math.log(max(e, 1e-6) / max(1 - e, 1e-6))  # noqa: E731
             log(
                 int(config["steps"]),
                 gap=_gaps(single, to),
                 gap_pomo=_gaps(out.min(-1).values, to),
-                gap_uniform=gap_u,
                 err1_uniform=e1u,
                 err3_uniform=e3u,
                 err1_shift=e1s,
@@ -408,6 +548,7 @@ def _run_problem(ctx: Any, method: str, seed: int, config: Mapping[str, Any]) ->
                 err3_ratio=e3s / max(e3u, 1e-9),
                 err1_dlogodds=lo(e1s) - lo(e1u),
                 err3_dlogodds=lo(e3s) - lo(e3u),
+                **extra,
             )
         elif method == "pomo-aug":
             base = ASAPPolicy(pol.proposal, None)
@@ -496,6 +637,12 @@ def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> V
         "err3_shift",
         "err1_dlogodds",
         "err3_dlogodds",
+        "matched_scale",
+        "err1_matched",
+        "err3_matched",
+        "err3_shift_minus_matched",
+        "err3_shift_minus_matched_lo",
+        "err3_shift_minus_matched_hi",
     ):
         v = records_final(records, name, "base")
         if v:
@@ -517,6 +664,14 @@ def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> V
         f"step {config['verdict_step']}: gap(full-finetune) - gap(asap-selection) {eff.mean:+.4f} ± "
         f"{eff.se:.4f} (n={eff.n}) -> {outcome}",
     )
+    maml = _at(records, MAML_ARM, int(config["verdict_step"]))
+    if maml:  # arm (c), reported beside the rule
+        for other in ARMS:
+            e = paired_effect(maml, _at(records, other, int(config["verdict_step"])), better="lower")
+            figures.update(e.figures(f"maml_vs_{other}_"))
+            bits.append(
+                f"arm (c) gap({other}) - gap({MAML_ARM}) {e.mean:+.4f} ± {e.se:.4f} (reported)"
+            )
     if "base:err1_uniform" in figures:
         bits.append(
             "err@1 {:.3f} -> {:.3f}, err@3 {:.3f} -> {:.3f} (uniform -> shift)".format(
@@ -525,6 +680,14 @@ def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> V
                 figures["base:err3_uniform"],
                 figures["base:err3_shift"],
             )
+        )
+    if "base:err3_matched" in figures:
+        lo, hi = figures["base:err3_shift_minus_matched_lo"], figures["base:err3_shift_minus_matched_hi"]
+        edge = "supported" if hi < 0 else ("contradicted" if lo > 0 else "undecided")
+        bits.append(
+            f"matched-degradation control (reported): err@1 {figures['base:err1_matched']:.3f} at noise "
+            f"{figures['base:matched_scale']:.3g}, err@3 shift - matched "
+            f"{figures['base:err3_shift_minus_matched']:+.3f} [{lo:+.3f}, {hi:+.3f}] -> edge {edge}"
         )
     if "cvrp" in config.get("problems", ["tsp"]):
         c_out, c_bits = _decide_cvrp(records, config, figures)
@@ -538,11 +701,11 @@ def _curves(ax1: Any, records: Sequence[Mapping[str, Any]], gap: str) -> None:
     """Gap vs adaptation steps of both arms (mean ± SE over seeds), the fixed baselines as lines."""
     from optarium.harness.figures import draw_band
 
-    for i, m in enumerate(ARMS):
+    for m, color in zip((*ARMS, MAML_ARM), ("C0", "C1", "C6"), strict=True):
         g = by_step(records, gap, m)
         if not g:
             continue
-        draw_band(ax1, g, band="se", color=f"C{i}", label=m, alpha=0.2, marker=".")
+        draw_band(ax1, g, band="se", color=color, label=m, alpha=0.2, marker=".")
     for j, m in enumerate(BASELINES[1:]):
         g = records_final(records, gap, m)
         if g:

@@ -45,7 +45,14 @@ Deviations / reconstructions (all from the spec, none from the paper text):
 - cost counters: ``jacobian_evals`` counts per-particle constraint-Jacobian evaluations (each landing step
   one, each Gauss-Newton iteration one, tangent projections one), ``newton_iters`` the per-particle
   Gauss-Newton iterations of projections, ``nfe`` per-particle network evaluations; ``path_bytes`` is the
-  storage of the simulated training paths (the memory figure), not a measured peak.
+  storage of the simulated training paths; measured peaks come from :class:`PeakTensorMemory` (peak bytes of
+  tensor storage allocated in a block, tracked through a torch dispatch mode; ``tracemalloc`` does not see
+  torch's CPU allocator).
+
+Data and metric helpers for the S^2 experiments: :func:`vmf_sample` / :func:`vmf_mixture` (exact inverse-CDF
+von Mises-Fisher sampler on S^2), :func:`tetrahedron` (cluster centres forming a spherical 2-design),
+:func:`sphere_uniform`, and :func:`latlon_jsd` (the spec's quality metric: JSD of 36 x 18 lon/lat histograms,
+natural log, the square of scipy's ``jensenshannon``).
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ import copy
 import itertools
 import math
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -69,9 +77,15 @@ __all__ = [
     "Constraints",
     "LandingDiffusion",
     "NoiseSchedule",
+    "PeakTensorMemory",
+    "latlon_jsd",
     "mlp",
     "solver_cases",
     "sphere_constraints",
+    "sphere_uniform",
+    "tetrahedron",
+    "vmf_mixture",
+    "vmf_sample",
 ]
 
 SAMPLERS = ("OLLA", "OLLA-P", "ULLA", "ULLA-P")
@@ -676,6 +690,137 @@ class LandingDiffusion:
 def sphere_constraints(dim: int = 3, **kw: Any) -> Constraints:
     """``h(x) = ||x|| - 1`` on R^dim."""
     return Constraints(dim, h=lambda x: x.norm(dim=-1, keepdim=True) - 1.0, **kw)
+
+
+def sphere_uniform(
+    n: int, *, generator: torch.Generator | None = None, dtype: torch.dtype = torch.float64
+) -> torch.Tensor:
+    """``n`` points uniform on S^2 (normalised Gaussians)."""
+    n = check_int("n", n, minimum=1)
+    x = torch.randn(n, 3, dtype=dtype, generator=generator)
+    return x / x.norm(dim=-1, keepdim=True)
+
+
+def tetrahedron(dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """The 4 vertices of a regular tetrahedron on S^2 (a spherical 2-design: its first moment is 0, its
+    second I / 3, as for the uniform law)."""
+    v = torch.tensor([[1.0, 1.0, 1.0], [1.0, -1.0, -1.0], [-1.0, 1.0, -1.0], [-1.0, -1.0, 1.0]], dtype=dtype)
+    return v / math.sqrt(3.0)
+
+
+def vmf_sample(mu: torch.Tensor, kappa: float, *, generator: torch.Generator | None = None) -> torch.Tensor:
+    r"""One von Mises-Fisher draw on S^2 per row of ``mu`` ``(n, 3)`` (unit vectors), concentration ``kappa``.
+
+    Exact inverse-CDF sampler for d = 3: :math:`w = 1 + \log(u + (1-u)e^{-2\kappa})/\kappa` is the cosine
+    to the mean (density :math:`\propto e^{\kappa w}` on [-1, 1]), the azimuth is uniform; so
+    :math:`E[w] = \coth\kappa - 1/\kappa`.
+    """
+    if not isinstance(mu, torch.Tensor) or mu.ndim != 2 or mu.shape[1] != 3:
+        raise ValueError(f"mu: expected a tensor (n, 3), got {getattr(mu, 'shape', mu)}")
+    if not torch.allclose(mu.norm(dim=-1), torch.ones((), dtype=mu.dtype), atol=1e-6):
+        raise ValueError("mu: rows must be unit vectors")
+    kappa = check_positive("kappa", kappa)
+    n = mu.shape[0]
+    u = torch.rand(n, dtype=mu.dtype, generator=generator)
+    w = 1.0 + torch.log(u + (1.0 - u) * math.exp(-2.0 * kappa)) / kappa
+    w = w.clamp(-1.0, 1.0)
+    # a tangent direction: uniform unit vector orthogonal to mu
+    z = torch.randn(n, 3, dtype=mu.dtype, generator=generator)
+    z = z - (z * mu).sum(-1, keepdim=True) * mu
+    z = z / z.norm(dim=-1, keepdim=True)
+    return w.unsqueeze(-1) * mu + torch.sqrt((1.0 - w * w).clamp_min(0.0)).unsqueeze(-1) * z
+
+
+def vmf_mixture(
+    centres: torch.Tensor, kappa: float, n: int, *, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """``n`` points from the equal-weight mixture of vMF(``centres[k]``, ``kappa``) on S^2."""
+    if not isinstance(centres, torch.Tensor) or centres.ndim != 2 or centres.shape[1] != 3:
+        raise ValueError(f"centres: expected a tensor (k, 3), got {getattr(centres, 'shape', centres)}")
+    n = check_int("n", n, minimum=1)
+    comp = torch.randint(0, centres.shape[0], (n,), generator=generator)
+    return vmf_sample(centres[comp], kappa, generator=generator)
+
+
+def latlon_jsd(x: Any, y: Any, *, bins: tuple[int, int] = (36, 18)) -> float:
+    """Jensen-Shannon divergence (natural log, in [0, ln 2]) of the lon x lat histograms of two S^2 samples.
+
+    The square of :func:`scipy.spatial.distance.jensenshannon` (which returns the distance), as the spec says;
+    ``bins`` = (longitude bins over [-pi, pi], latitude bins over [-pi/2, pi/2]).
+    """
+    import numpy as np
+    from scipy.spatial.distance import jensenshannon
+
+    def hist(p: Any) -> Any:
+        p = np.asarray(p.detach().cpu() if isinstance(p, torch.Tensor) else p, dtype=np.float64)
+        if p.ndim != 2 or p.shape[1] != 3 or p.shape[0] < 1:
+            raise ValueError(f"x, y: expected arrays (n >= 1, 3), got {p.shape}")
+        if not np.isfinite(p).all():
+            raise ValueError("x, y: non-finite points")
+        p = p / np.linalg.norm(p, axis=1, keepdims=True)
+        lon = np.arctan2(p[:, 1], p[:, 0])
+        lat = np.arcsin(np.clip(p[:, 2], -1.0, 1.0))
+        h, _, _ = np.histogram2d(lon, lat, bins=bins, range=[[-np.pi, np.pi], [-np.pi / 2, np.pi / 2]])
+        return h.ravel() / h.sum()
+
+    return float(jensenshannon(hist(x), hist(y)) ** 2)
+
+
+class PeakTensorMemory:
+    """Context manager measuring the peak bytes of tensor storage allocated inside the block (CPU or any
+    device).
+
+    A :class:`torch.utils._python_dispatch.TorchDispatchMode` sees every aten op (autograd's backward ops
+    included); each new output storage is counted until its (preserved) Python storage object is finalised,
+    i.e. until the storage is freed. Storages that existed before the block, and views of them, are not
+    counted: ``peak_bytes`` is the high-water mark of memory *allocated in the block* (tensor data only, not
+    the allocator's slack or Python objects). ``tracemalloc`` cannot do this: torch's CPU allocator bypasses
+    Python's allocator (a 40 MB tensor shows as 80 bytes there).
+    """
+
+    def __init__(self) -> None:
+        self.current = 0
+        self.peak_bytes = 0
+        self._live: dict[int, int] = {}
+        self._mode: Any = None
+
+    def _free(self, key: int) -> None:
+        self.current -= self._live.pop(key, 0)
+
+    def _track(self, t: torch.Tensor, inputs: set[int]) -> None:
+        st = t.untyped_storage()
+        key = id(st)
+        if key in self._live or key in inputs:
+            return
+        nb = int(st.nbytes())
+        self._live[key] = nb
+        self.current += nb
+        self.peak_bytes = max(self.peak_bytes, self.current)
+        weakref.finalize(st, self._free, key)
+
+    def __enter__(self) -> PeakTensorMemory:
+        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils._pytree import tree_leaves
+
+        tracker = self
+
+        class _Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+                out = func(*args, **(kwargs or {}))
+                leaves = [a for a in tree_leaves((args, kwargs or {})) if isinstance(a, torch.Tensor)]
+                inputs = {id(a.untyped_storage()) for a in leaves}
+                for o in tree_leaves(out):
+                    if isinstance(o, torch.Tensor):
+                        tracker._track(o, inputs)
+                return out
+
+        self._mode = _Mode()
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._mode.__exit__(*exc)
+        self._mode = None
 
 
 def solver_cases() -> list[Any]:

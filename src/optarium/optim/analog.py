@@ -52,8 +52,10 @@ which then is heavy-ball-like (effective step :math:`\alpha\beta/(\gamma T)`, mo
 
 Deviations / our choices: the aggregate pulse model; the calibration routine (alternating pulses, average
 of the last tenth of the reads); the tracking/chopper/filter design above; no reset of :math:`P` after a
-transfer. Noise draws come from the optimizer's own ``torch.Generator`` (``seed``), saved in
-``state_dict`` with :math:`W, R, P, \hat s`, the filter, the chopper phase and the pulse counters.
+transfer. SP drift (the spec's drifting-SP scenario) is a simulator hook, ``opt.shift_sp(delta)``: every
+device's SP moves, references and :math:`\hat s` do not. Noise draws come from the optimizer's own
+``torch.Generator`` (``seed``), saved in ``state_dict`` with :math:`W, R, P, \hat s`, the filter, the
+chopper phase and the pulse counters.
 Updates are whole-tensor elementwise ops with a Python loop over parameter tensors (not a ``torch._foreach``
 path): ``foreach`` is accepted for interface compatibility and both settings run the same per-tensor path
 (the pulse model draws its noise per tensor, in parameter order). Many small layers would profit from a
@@ -335,6 +337,28 @@ class _AnalogBase(DropInOptimizer):
     def pulse_counts(self) -> list[Tensor]:
         """Per-parameter tensors of pulses per element (parameters without state are left out)."""
         return [s["pulses"] for s in self.state.values() if "pulses" in s]
+
+    @torch.no_grad()
+    def shift_sp(self, delta: float) -> None:
+        """Simulator hook for SP drift: every device's symmetric point (of :math:`W` and, for residual
+        learning, of :math:`P`) moves by ``delta``; conductances, references and :math:`\\hat s` stay as they
+        are (so a one-shot calibration goes stale), then conductances are clipped to the moved ranges.
+
+        ``ValueError`` for a non-finite ``delta`` or before the first step (no device state yet).
+        """
+        delta = check_finite("delta", delta)
+        if not any("sp_rel" in s for s in self.state.values()):
+            raise ValueError("delta: no device state to shift yet (call step() first)")
+        dev = self.device_model
+        for p, st in self.state.items():
+            if "sp_rel" not in st:
+                continue
+            st["sp"].add_(delta)
+            st["sp_rel"].add_(delta)
+            _clip(p, st["sp_rel"], dev)
+            if "fast_sp" in st:
+                st["fast_sp"].add_(delta)
+                _clip(st["fast"], st["fast_sp"], dev)
 
     @torch.no_grad()
     def step(self, closure: Any = None) -> Any:
