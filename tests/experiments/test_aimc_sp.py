@@ -14,6 +14,7 @@ from optarium.experiments.aimc_sp import (
     CONFIGS,
     DIGITS_METHODS,
     DRIFT_METHODS,
+    LOGREG_METHODS,
     LS_METHODS,
     METHODS,
     decide,
@@ -80,7 +81,7 @@ def test_quick_keeps_the_least_squares_study_and_full_adds_digits_and_drift() ->
     assert Q["methods"] == list(LS_METHODS) and "digits" not in Q
     assert FULL["methods"] == list(METHODS)
     smoke = set(CONFIGS["smoke"]["methods"]) | {"digits:calib-10000"}
-    assert set(DIGITS_METHODS) | set(DRIFT_METHODS) <= smoke
+    assert set(DIGITS_METHODS) | set(DRIFT_METHODS) | set(LOGREG_METHODS) <= smoke
 
 
 class _Ctx:
@@ -228,3 +229,6 @@ def test_smoke_run(tmp_path: Path, check_smoke: Callable[[str, Any], None]) -> N
         if ":" in m:
             assert f"{m}:test_acc" in out.verdict.figures, m
     assert "part_drift" in out.verdict.figures
+    # logistic regression is reported beside the rule, never one of its parts
+    assert "logreg:e_minus_a" in out.verdict.figures and "logreg:b_minus_c" in out.verdict.figures
+    assert not any(k.startswith("part_logreg") for k in out.verdict.figures)
