@@ -206,7 +206,7 @@ def test_diffusion_prior_follows_its_condition(seed: int) -> None:
 
 
 def test_diffusion_path_runs_and_resumes() -> None:
-    kw = {**_FAST, "use_diffusion": True}
+    kw = {**_FAST, "prior_fraction": 0.5}
     opt = MetaSGSAEA(_BOX, n_constr=1, policy="linear", seed=2, refit_every=6, **kw)
     for _ in range(4):
         x = opt.ask(3)
@@ -236,3 +236,154 @@ def test_one_policy_object_runs_on_any_shape(d: int, m: int, j: int) -> None:
     if j == 0:
         assert bool(opt.feasible.all()) and bool((opt.levels == 0).all())
         torch.testing.assert_close(opt.feasible_pareto_y, opt.pareto_y, rtol=0, atol=0)
+
+
+# ------------------------------------------------------------------ diffusion prior, mixing, learned schedule
+def _toy_prior_data(seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float, torch.Generator]:
+    g = torch.Generator().manual_seed(seed)
+    U = torch.rand(200, 5, generator=g, dtype=D64)
+    s = U[:, 0] + U[:, 1]
+    thr = float(s.quantile(0.3))
+    G = (s - thr).unsqueeze(1)
+    return U, G, mm_cci_level(G), thr, g
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_conditioned_samples_concentrate_in_the_low_level_region(seed: int) -> None:
+    """Conditioned on the archive's levels <= 0.1, the samples' true mean level is at most a quarter of the
+    unconditioned samples' (which follow the archive: about 70 % infeasible), and most are feasible."""
+    from optarium.bo.metasg_saea import ConditionalDiffusionPrior
+
+    U, G, lam, thr, g = _toy_prior_data(seed)
+    prior = ConditionalDiffusionPrior(5).fit(U, lam, g)
+    low = lam[lam <= 0.1]
+    x_low = prior.sample(low[torch.randint(low.numel(), (300,), generator=g)], g)
+    x_unc = prior.sample(None, g, n=300)
+
+    def true_level(x: torch.Tensor) -> torch.Tensor:
+        return mm_cci_level((x[:, 0] + x[:, 1] - thr).unsqueeze(1), reference_G=G)
+
+    lo, un = true_level(x_low), true_level(x_unc)
+    assert float(lo.mean()) <= 0.25 * float(un.mean())
+    assert float((lo == 0).double().mean()) >= 2 * float((un == 0).double().mean())
+
+
+def test_diffusion_prior_determinism_dtype_and_subset() -> None:
+    from optarium.bo.metasg_saea import ConditionalDiffusionPrior
+
+    U, _, lam, _, _ = _toy_prior_data(3)
+    c = torch.full((7,), 0.05, dtype=D64)
+
+    def draw(seed: int, dtype: torch.dtype = D64) -> torch.Tensor:
+        g = torch.Generator().manual_seed(seed)
+        p = ConditionalDiffusionPrior(5, hidden=16, steps=5, max_points=50)
+        return p.fit(U.to(dtype), lam.to(dtype), g, iters=5).sample(c.to(dtype), g)
+
+    a, b = draw(0), draw(0)
+    assert torch.equal(a, b) and not torch.equal(a, draw(1))
+    x32 = draw(0, torch.float32)
+    assert x32.dtype == torch.float32 and x32.shape == (7, 5)
+    assert bool(((x32 >= 0) & (x32 <= 1)).all())
+
+
+def test_diffusion_prior_bad_arguments() -> None:
+    from optarium.bo.metasg_saea import ConditionalDiffusionPrior
+
+    U, _, lam, _, g = _toy_prior_data(0)
+    p = ConditionalDiffusionPrior(5, hidden=8, steps=3)
+    with pytest.raises(ValueError, match="guidance"):
+        ConditionalDiffusionPrior(5, guidance=-1.0)
+    with pytest.raises(ValueError, match="max_points"):
+        ConditionalDiffusionPrior(5, max_points=1)
+    with pytest.raises(ValueError, match="U"):
+        p.fit(U * 2, lam, g)
+    with pytest.raises(ValueError, match="U"):
+        p.fit(U[:, :3], lam, g)
+    with pytest.raises(ValueError, match="c"):
+        p.fit(U, lam[:-1], g)
+    with pytest.raises(ValueError, match="c"):
+        p.fit(U, lam + 2, g)
+    with pytest.raises(ValueError, match="iters"):
+        p.fit(U, lam, g, iters=0)
+    with pytest.raises(RuntimeError, match="fit"):
+        p.sample(lam[:3], g)
+    p.fit(U, lam, g, iters=1)
+    with pytest.raises(ValueError, match="n"):
+        p.sample(None, g)
+    with pytest.raises(ValueError, match="c"):
+        p.sample(torch.tensor([1.5], dtype=D64), g)
+    with pytest.raises(ValueError, match="prior_fraction"):
+        MetaSGSAEA(_BOX, n_constr=1, prior_fraction=1.5)
+    with pytest.raises(ValueError, match="prior"):
+        MetaSGSAEA(_BOX, n_constr=1, prior="vae")
+
+
+def _proposals(steps: int = 3, policy: RegionPolicy | str = "linear", **kw: object) -> torch.Tensor:
+    opt = MetaSGSAEA(_BOX, n_constr=1, policy=policy, seed=3, **{**_FAST, **kw})  # type: ignore[arg-type]
+    for _ in range(steps):
+        x = opt.ask(3)
+        opt.tell(x, *_toy(x))
+    return opt.X
+
+
+def test_prior_fraction_zero_is_the_saea_without_prior() -> None:
+    """w = 0 draws nothing from either prior: the proposals equal the default SAEA's bit for bit; w > 0
+    changes them (the mixed-in samples reach the inner population)."""
+    base = _proposals()
+    for prior in ("diffusion", "gaussian"):
+        torch.testing.assert_close(_proposals(prior_fraction=0.0, prior=prior), base, rtol=0, atol=0)
+    assert not torch.equal(_proposals(prior_fraction=1.0, prior="gaussian"), base)
+
+
+def test_schedule_limits_and_switch() -> None:
+    g = torch.Generator().manual_seed(0)
+    lin, zero = RegionPolicy("linear"), RegionPolicy("constant", tau0=0.0)
+    one = RegionPolicy("schedule", tau0=1.0, p=1.0, rho=1.0)
+    off = RegionPolicy("schedule", tau0=0.0, p=2.5, rho=0.3)
+    for fe in (0, 7, 30, 64, 119, 120):
+        for ratio in (0.0, 0.25, 0.999, 1.0):
+            assert one.level(fe, 120, ratio, g) == lin.level(fe, 120, ratio, g)
+            assert off.level(fe, 120, ratio, g) == zero.level(fe, 120, ratio, g) == 0.0
+    sched = RegionPolicy("schedule", tau0=0.6, p=0.5, rho=0.2)
+    assert sched.level(30, 120, 0.2, g) == pytest.approx(0.6 * 0.75**0.5)  # not above rho: still on
+    assert sched.level(30, 120, 0.2001, g) == 0.0
+    # in the strategy: the limit schedule proposes exactly what the linear schedule does
+    torch.testing.assert_close(_proposals(policy=one), _proposals(policy="linear"), rtol=0, atol=0)
+
+
+def test_schedule_switch_is_permanent_in_the_strategy() -> None:
+    """Once the archive's feasible ratio exceeded rho, tau stays 0 even if the ratio falls again."""
+    opt = MetaSGSAEA(
+        _BOX,
+        n_constr=1,
+        policy=RegionPolicy("schedule", tau0=1.0, p=1.0, rho=0.5),
+        decision_interval=1,
+        max_evals=100,
+        **_FAST,
+    )
+    feas, infeas = torch.tensor([[0.0, 0.0]], dtype=D64), torch.tensor([[0.6, 0.7]], dtype=D64)
+    taus = []
+    for x in (feas, feas, infeas, infeas, infeas, infeas):
+        opt.tell(x, *_toy(x))
+        taus.append(opt._decide_level())
+    assert taus[0] == 0.0 and taus[1] == 0.0  # ratio 1 > 0.5
+    assert all(t == 0.0 for t in taus[2:])  # ratios 2/3, 1/2, 2/5, 1/3: still off
+    fresh = MetaSGSAEA(_BOX, n_constr=1, policy=opt.policy, decision_interval=1, max_evals=100, **_FAST)
+    fresh.load_state_dict(opt.state_dict())
+    x = infeas + 0.01
+    fresh.tell(x, *_toy(x))
+    assert fresh._decide_level() == 0.0
+    # without the history, the same archive (ratio 2/7 <= 0.5) would switch the schedule back on
+    assert opt.policy.level(7, 100, 2 / 7, torch.Generator()) > 0
+
+
+def test_schedule_candidates_are_independent_of_their_number() -> None:
+    from optarium.bo.metasg_saea import schedule_candidates
+
+    a, b = schedule_candidates(5, 0), schedule_candidates(30, 0)
+    assert [c.to_dict() for c in a] == [c.to_dict() for c in b[:5]]
+    assert a[0].to_dict() != schedule_candidates(1, 1)[0].to_dict()
+    for c in b:
+        assert c.kind == "schedule" and 0 <= c.tau0 <= 1 and 0.25 <= c.p <= 4 and 0 <= c.rho <= 1
+    with pytest.raises(ValueError, match="n"):
+        schedule_candidates(0)

@@ -434,6 +434,115 @@ def test_mes_head_and_targets_match_the_exact_information_gain(head) -> None:
     assert min(neg) >= -0.02 and max(obs) < 0.05, (neg, obs)
 
 
+# ---------------------------------------------------------------------- the hyperprior (full-scale) model
+_HYPER_LS_MU, _HYPER_LS_SIGMA, _HYPER_MEAN_SD = math.log(0.2), 0.5, 0.5
+
+
+def _gp_1d(xc, yc, xq, ls):
+    """Exact 1-D posterior predictive of y (mean, sd) under RBF(ls) + constant mean ~ N(0, 0.5^2), for
+    every lengthscale in ``ls`` ``(L,)``: ``(L, m)`` each, and the log marginal likelihoods ``(L,)``."""
+
+    def k(a, b):
+        sq = ((a[:, None] - b[None]) ** 2)[None]
+        return torch.exp(-sq / (2 * ls[:, None, None] ** 2)) + _HYPER_MEAN_SD**2
+
+    n = xc.numel()
+    K = k(xc, xc) + NOISE**2 * torch.eye(n, dtype=D)
+    L = torch.linalg.cholesky(K)
+    Ks = k(xc, xq)
+    alpha = torch.cholesky_solve(yc[None, :, None].expand(ls.numel(), -1, -1), L)[..., 0]
+    mean = (Ks * alpha[:, :, None]).sum(1)
+    A = torch.cholesky_solve(Ks, L)
+    var = (1 + _HYPER_MEAN_SD**2) - (Ks * A).sum(1) + NOISE**2
+    logml = -0.5 * (yc[None] * alpha).sum(-1) - L.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    return mean, var.clamp_min(1e-12).sqrt(), logml - 0.5 * n * math.log(2 * math.pi)
+
+
+def _model_averaged_gp(xc, yc, xq):
+    """The hyperprior's exact predictive: the lengthscale integrated out by quadrature (401 nodes of
+    log l in mu +- 5 sigma, weights = prior density x marginal likelihood); mixture mean and sd."""
+    z = torch.linspace(-5, 5, 401, dtype=D)
+    ls = torch.exp(_HYPER_LS_MU + _HYPER_LS_SIGMA * z)
+    mean, sd, logml = _gp_1d(xc, yc, xq, ls)
+    w = torch.softmax(logml - 0.5 * z**2, 0)[:, None]
+    m = (w * mean).sum(0)
+    return m, ((w * (sd**2 + mean**2)).sum(0) - m**2).clamp_min(0).sqrt()
+
+
+@pytest.fixture(scope="module")
+def hyper_head():
+    from optarium.bo._pfn_cache import cached_head
+
+    return cached_head("hyper-ls")
+
+
+def test_model_averaged_gp_reference_is_exact_and_discriminative() -> None:
+    """The reference of the hyperprior test: a single-node average is the fixed-lengthscale GP, the
+    averaged predictive is the moment-matched mixture, and with few points it differs from the fixed
+    l = 0.2 GP by more than the test's 0.1 tolerance (otherwise the test could not tell them apart)."""
+    xc, yc = torch.tensor([0.1, 0.5, 0.9], dtype=D), torch.tensor([0.3, -0.8, 0.6], dtype=D)
+    xq = torch.linspace(0, 1, 51, dtype=D)
+    m1, _, _ = _gp_1d(xc, yc, xq, torch.tensor([0.2], dtype=D))
+    Kc = torch.exp(-((xc[:, None] - xc[None]) ** 2) / (2 * 0.04)) + 0.25 + NOISE**2 * torch.eye(3, dtype=D)
+    Ks = torch.exp(-((xc[:, None] - xq[None]) ** 2) / (2 * 0.04)) + 0.25
+    assert torch.allclose(m1[0], Ks.T @ torch.linalg.solve(Kc, yc), atol=1e-10)
+    diffs = []
+    for s in range(10):
+        gen = torch.Generator().manual_seed(2000 + s)
+        prior = GPRFFPrior((1,), lengthscale=("lognormal", _HYPER_LS_MU, _HYPER_LS_SIGMA), noise_sd=NOISE,
+                           mean_sd=_HYPER_MEAN_SD)  # fmt: skip
+        _, x, y = prior.sample_datasets(1, 3 + s % 3, 1, gen)
+        xc, yc = x[0, :, 0].double(), y[0].double()
+        _, sd_avg = _model_averaged_gp(xc, yc, xq)
+        _, sd_fix, _ = _gp_1d(xc, yc, xq, torch.tensor([0.2], dtype=D))
+        diffs.append(float((sd_avg - sd_fix[0]).abs().mean() / yc.std()))
+    assert sum(diffs) / len(diffs) > 0.1, diffs
+
+
+@pytest.mark.slow  # needs the full scale's trained hyper-ls networks (cached; ~16 CPU-min to train)
+@pytest.mark.xfail(
+    strict=True,
+    reason="the hyper-ls stage-1 network (3,000 steps, against the paper's 250k) gets the predictive mean "
+    "about right but not the spread: measured 2026-12-03, mean |mean err| 0.144 and mean |sd err| 0.724 in "
+    "standardised units against the model-averaged GP (0.694 against the fixed l = 0.2 GP: it is not closer "
+    "to the averaged one), sd 3-6x too large away from the data (the bar tails), and up to 17 % of the "
+    "f*-conditioned mass above f*; strict: a better-trained recipe must make this pass",
+)
+def test_hyperprior_stage1_matches_the_model_averaged_gp(hyper_head) -> None:
+    """Spec test 2 for the main model: the hyper-ls stage-1 predictive against the model-averaged GP on
+    1-D hyperprior draws (mean abs error < 0.1 in standardised units, for the mean and the sd), and with
+    f* given almost no predictive mass above f*."""
+    ppd = hyper_head.ppd
+    xq = torch.linspace(0, 1, 101, dtype=D)
+    prior = GPRFFPrior((1,), lengthscale=("lognormal", _HYPER_LS_MU, _HYPER_LS_SIGMA), noise_sd=NOISE,
+                       mean_sd=_HYPER_MEAN_SD)  # fmt: skip
+    errs_m, errs_s, above, fixed_gap = [], [], [], []
+    for s in range(10):
+        gen = torch.Generator().manual_seed(3000 + s)
+        draw, x, y = prior.sample_datasets(1, 3 + s, 1, gen)
+        xc, yc, fstar = x[0, :, 0].double(), y[0].double(), float(draw.f_opt[0])
+        mean, sd = _model_averaged_gp(xc, yc, xq)
+        scale = float(yc.std())
+        args = (xc[None, :, None].float(), yc[None].float(), xq[None, :, None].float())
+        with torch.no_grad():
+            m, v = ppd.mean_var(*args)
+            logits = ppd.logits(*args, f_opt=torch.tensor([fstar]))
+        errs_m.append(float((m[0].double() - mean).abs().mean()) / scale)
+        errs_s.append(float((v[0].double().sqrt() - sd).abs().mean()) / scale)
+        _, sd_fix, _ = _gp_1d(xc, yc, xq, torch.tensor([0.2], dtype=D))
+        fixed_gap.append(float((v[0].double().sqrt() - sd_fix[0]).abs().mean()) / scale)
+        f_std = (fstar + 3 * NOISE - float(yc.mean())) / scale
+        above.append(float((1 - ppd.bar.cdf(logits[0], torch.full((101,), f_std))).mean()))
+    print(
+        f"hyper-ls stage 1 vs model-averaged GP: mean |mean err| {sum(errs_m) / 10:.3f}, mean |sd err| "
+        f"{sum(errs_s) / 10:.3f} (vs the fixed l = 0.2 GP: {sum(fixed_gap) / 10:.3f}), max mass above f* "
+        f"{max(above):.4f}"
+    )
+    assert sum(errs_m) / 10 < 0.1, errs_m
+    assert sum(errs_s) / 10 < 0.1, errs_s
+    assert max(above) < 0.05, above
+
+
 def test_bar_distribution_agrees_with_pfns_full_support() -> None:
     pfns_bar = pytest.importorskip("pfns.model.bar_distribution", reason="pfns 0.4.2 is the reference")
     gen = torch.Generator().manual_seed(0)

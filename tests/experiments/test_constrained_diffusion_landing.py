@@ -72,6 +72,15 @@ def test_smoke_run(tmp_path: Path, check_smoke: Callable[[str, Any], None]) -> N
         for name in ("olla", "olla-p", "ulla", "ulla-p"):
             assert fig[f"{part}:{name}:peak_mem_mean"] > 0 and fig[f"{part}:{name}:failures_mean"] >= 0
         assert fig[f"{part}:olla:train_peak_mem_mean"] > 0 and fig[f"{part}:olla:beyond_part_seeds"] == 0
+    # the SO(3) block ran on both smoke seeds, is reported (not in the rule) and kept SO(3)
+    assert fig["reported:so3:beyond_part_seeds"] == 0 and fig["reported:so3:floor_mean"] < 0.2
+    for name in ("olla", "olla-p", "ulla", "ulla-p", "olla-coarse", "olla-p-coarse"):
+        assert fig[f"reported:so3:{name}:final_violation_mean"] <= 1e-5
+        assert fig[f"reported:so3:{name}:wrong_component_mean"] == 0
+        assert abs(fig[f"reported:so3:{name}:min_det_mean"] - 1) < 1e-5
+        assert fig.get(f"reported:so3:{name}:peak_mem_mean", 1.0) > 0
+    for land in ("olla", "ulla", "olla-coarse"):
+        assert fig[f"reported:so3:{land}_cost_ratio_mean"] < 1
 
 
 def _trained_recs(
@@ -129,6 +138,33 @@ def _trained_recs(
 def test_trained_rule_reaches_each_outcome(kw: dict[str, float], outcome: str) -> None:
     v = decide(_trained_recs(**kw), CONFIGS["full"])
     assert v.outcome == outcome, v.summary
+
+
+def _so3_recs(q_land: float, cost_land: float) -> list[dict[str, Any]]:
+    out = []
+    for seed in range(3):
+        rec: dict[str, Any] = {"method": "so3", "seed": seed, "step": 10, "status": "done", "floor": 1e-4}
+        rec["trivial"] = 0.1
+        for name, q, cost in (("olla", q_land, cost_land), ("olla-p", 1e-4, 100.0)):
+            rec.update({f"{name}_q": q + 1e-5 * seed, f"{name}_cost": cost, f"{name}_failures": 0.0})
+        for name, q, cost in (("ulla", q_land, cost_land), ("ulla-p", 1e-4, 100.0)):
+            rec.update({f"{name}_q": q + 1e-5 * seed, f"{name}_cost": cost})
+        out.append(rec)
+    return out
+
+
+@pytest.mark.parametrize("kw", [{}, {"torus_land": 0.09}, {"s2_q": 0.2, "s2_ulla": 0.2}])
+def test_so3_block_is_reported_and_does_not_change_the_rule(kw: dict[str, float]) -> None:
+    base = decide(_trained_recs(**kw), CONFIGS["full"])
+    for q_land, cost_land in ((1e-4, 50.0), (0.05, 500.0)):  # SO(3) landing as good / far worse
+        v = decide(_trained_recs(**kw) + _so3_recs(q_land, cost_land), CONFIGS["full"])
+        assert v.outcome == base.outcome and v.summary == base.summary
+        assert v.figures["reported:so3:olla_cost_ratio_mean"] == pytest.approx(cost_land / 100.0)
+        assert v.figures["reported:so3:olla_vs_p:q_gap_mean"] == pytest.approx(q_land - 1e-4)
+        assert {k for k in v.figures if not k.startswith("reported:so3:")} == set(base.figures)
+    # the quick (the recorded verdict and its regression fixture) has no SO(3) block
+    assert "so3" not in CONFIGS["quick"] and "so3" not in CONFIGS["quick"]["methods"]
+    assert "so3" in CONFIGS["full"]["methods"] and "so3" in CONFIGS["smoke"]["methods"]
 
 
 def test_trained_rule_is_inconclusive_without_the_trained_units() -> None:

@@ -4,7 +4,9 @@
 before the experiments were ported to :mod:`optarium.harness.verdicts`) and ``expected.json``: the outcome,
 summary and figures that ``decide`` returned then, and the names of the figures ``plot`` returned. The
 current ``decide`` must give the same outcome and summary and the same figures (numbers equal to 1e-12
-relative, NaN equal to NaN), and ``plot`` the same figure names.
+relative, NaN equal to NaN), and ``plot`` the same figure names. When a verdict changes on purpose (a new
+protocol, a re-recorded run), rebuild the fixture from the recorded run with
+``python scripts/regen_verdict_fixture.py RUN_DIR``.
 """
 
 from __future__ import annotations

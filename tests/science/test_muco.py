@@ -247,3 +247,77 @@ def test_bad_input(pep: CyclicPeptide, minimised: list[Conformer]) -> None:
         ForceFieldRefiner().refine(pep, np.zeros((3, 3)))
     with pytest.raises(ValueError, match="length"):
         MuCO(2)
+
+
+def _linear_formula(seq: str) -> dict[str, int]:
+    from rdkit import Chem
+
+    mol = Chem.AddHs(Chem.MolFromSequence(seq))
+    out: dict[str, int] = {}
+    for a in mol.GetAtoms():
+        out[a.GetSymbol()] = out.get(a.GetSymbol(), 0) + 1
+    return out
+
+
+def _formula(pep: CyclicPeptide) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for a in pep.mol.GetAtoms():
+        out[a.GetSymbol()] = out.get(a.GetSymbol(), 0) + 1
+    return out
+
+
+@pytest.mark.parametrize(
+    ("seq", "mode", "atoms", "loss"),
+    [
+        ("GAHKDA", "H2T", ((1, "N"), (6, "C")), {"H": 2, "O": 1}),  # dehydration
+        ("CAHGAC", "C2C", ((1, "SG"), (6, "SG")), {"H": 2}),  # oxidation: both HG leave
+        ("KAFGSD", "K2DE", ((1, "NZ"), (6, "CG")), {"H": 2, "O": 1}),  # isopeptide with Asp
+        ("KAFGSE", "K2DE", ((1, "NZ"), (6, "CD")), {"H": 2, "O": 1}),  # ... and with Glu
+    ],
+)
+def test_cyclisation_builds_the_ring_bond_and_formula(
+    seq: str, mode: str, atoms: tuple, loss: dict[str, int]
+) -> None:
+    pep = CyclicPeptide(seq, mode)
+    a, b = pep.closure_atoms
+    assert (a, b) == (pep.index[atoms[0]], pep.index[atoms[1]])
+    bond = pep.mol.GetBondBetweenAtoms(a, b)
+    assert bond is not None and pep.mol.GetRingInfo().NumBondRings(bond.GetIdx()) == 1
+    want = _linear_formula(seq)
+    for el, n in loss.items():
+        want[el] -= n
+    assert _formula(pep) == want
+    # the open chain (closing bond removed) is acyclic along the backbone: every backbone torsion is settable
+    _, mask = pep.torsion_layout()
+    assert mask[: pep.n_backbone].sum() == pep.n_backbone
+    if mode != "H2T":  # free termini: the N-terminal NH2 and the C-terminal COOH stay
+        assert (1, "N") in pep.index and (len(seq), "OXT") in pep.index
+
+
+@pytest.mark.parametrize(("seq", "mode", "target"), [("CAFGAC", "C2C", 2.05), ("KAFGSD", "K2DE", 1.38)])
+def test_side_chain_closures_are_closed_by_mmff(seq: str, mode: str, target: float) -> None:
+    pep = CyclicPeptide(seq, mode)
+    (x,) = etkdg_conformers(pep, 1, seed=3)
+    c = ForceFieldRefiner(restraint_weight=0.0, max_steps=500).refine(pep, x)
+    assert abs(c.closure_after - target) <= 0.03
+    assert c.mode == mode and c.success and closure_ok(c.closure_after, c.energy, mode=mode, rule="paper")
+    # FK round trip on the open (linear) chain of a side-chain-closed peptide
+    _, mask = pep.torsion_layout()
+    t = np.where(mask, np.random.default_rng(1).uniform(-math.pi, math.pi, mask.shape), 0.0)
+    y = pep.forward_kinematics(t, c.coords)
+    assert np.abs(np.angle(np.exp(1j * (pep.get_torsions(y) - t))))[mask].max() < 1e-3
+    # that random sample leaves the ring open; one refinement step cannot close it: flagged, not returned
+    assert pep.closure_distance(y) > 3.0
+    assert not ForceFieldRefiner(max_steps=1).refine(pep, y).success
+
+
+def test_cyclisation_bad_input() -> None:
+    with pytest.raises(ValueError, match="mode"):
+        CyclicPeptide("GAFA", mode="XYZ")
+    with pytest.raises(ValueError, match="two Cys"):
+        CyclicPeptide("CAFA", mode="C2C")
+    with pytest.raises(ValueError, match="Lys and an Asp/Glu"):
+        CyclicPeptide("GAFD", mode="K2DE")
+    # the same sequence in two modes are different molecules with different caches
+    h, k = CyclicPeptide("KAFD"), CyclicPeptide("KAFD", mode="K2DE")
+    assert h.key != k.key and h.closure_atoms != k.closure_atoms

@@ -45,7 +45,14 @@ from optarium.bo.calibration import (
 from optarium.bo.enn import ENN, ENNParams, ENNPosterior, fit_enn_params, loo_log_likelihood
 from optarium.bo.gp import fit_gp, hyperparameter_state, matern52_kernel, single_task_gp
 from optarium.bo.latent import LEBO, PullbackGeometry, pogs_path, riemannian_brownian_step, tangent_mutations
-from optarium.bo.metasg_saea import MetaSGSAEA, RegionPolicy, mm_cci_level, train_region_policy
+from optarium.bo.metasg_saea import (
+    ConditionalDiffusionPrior,
+    MetaSGSAEA,
+    RegionPolicy,
+    mm_cci_level,
+    schedule_candidates,
+    train_region_policy,
+)
 from optarium.bo.metrics import expected_minimum_distance, hypervolume, pieces_hit, rediscovery_ratio
 from optarium.bo.minimize import make_strategy, minimize
 from optarium.bo.mo_problems import SYMPART, MOProblem, OmniTest, pool_pareto_set, sobol_pool
@@ -91,6 +98,7 @@ __all__ = [
     "BootstrapRidge",
     "CalibratedPredictive",
     "CalibrationFit",
+    "ConditionalDiffusionPrior",
     "ENNParams",
     "ENNPosterior",
     "EpsilonGreedy",
@@ -160,6 +168,7 @@ __all__ = [
     "rediscovery_ratio",
     "reliability_curve",
     "riemannian_brownian_step",
+    "schedule_candidates",
     "select_calibration",
     "single_task_gp",
     "smoothed_log_quality",

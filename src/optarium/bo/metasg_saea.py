@@ -24,19 +24,30 @@ bi-level structure and the component names is a reconstruction** (the spec's des
   over the archive's front inside :math:`R(\tau)`, among candidates predicted inside :math:`R(\tau)`; ties
   (zero improvement) broken by the summed predictive standard deviation; no candidate predicted inside: the
   smallest :math:`\hat\lambda`. Candidates within ``1e-9`` of an evaluated point are never proposed.
-- **Inner-population prior**: half the initial inner population are the archive's best points under the
-  relaxed constrained ranking, half are Gaussian perturbations (sd 0.1 of the box) of archive points inside
-  :math:`R(\tau)` (the spec's *non-diffusion ablation*, the default). With ``use_diffusion=True`` that half is
-  drawn instead from a small conditional DDPM (:class:`ConditionalDiffusionPrior`, refitted with the GP
-  hyperparameters) conditioned on archive levels :math:`\le \tau`: the paper's diffusion-based
-  initialisation, with the spec's (reconstructed) architecture and settings.
-- **Meta-policy** (:class:`RegionPolicy`; reduced): the paper's policy is an RL-trained attention network;
-  here only the spec's low-dimensional policy class is shipped, :math:`\tau_t = \tau_0 (1 - FE_t /
-  FE_{max})^p`, switched to 0 once the archive's feasible ratio exceeds :math:`\rho`, plus the hand-made
-  baselines (constant :math:`\tau`, the linear :math:`\varepsilon`-schedule :math:`1 - FE_t/FE_{max}`, random
-  :math:`\tau \sim U[0, 1]`). :func:`train_region_policy` tunes :math:`(\tau_0, p, \rho)` by random search
-  on a problem sampler. The PPO set-transformer policy of the paper is **not implemented**. The level is
+- **Inner-population prior** (the paper's *diffusion-based population initialisation*; details
+  reconstructed): by default half the initial inner population are the archive's best points under the
+  relaxed constrained ranking and half are Gaussian perturbations (sd 0.1 of the box) of archive points
+  inside :math:`R(\tau)`. With ``prior_fraction = w > 0`` the last ``round(w N)`` members are replaced by
+  draws of the solution-level prior: ``prior="diffusion"``, a small conditional DDPM
+  :math:`p_\psi(x \mid c = \lambda(x))` (:class:`ConditionalDiffusionPrior`: MLP denoiser 3 x 128, SiLU,
+  sinusoidal time embedding, ``T = 50`` cosine steps, 200 Adam steps per refit on at most 300 archive
+  points, refitted with the GP hyperparameters, classifier-free guidance scale 2, samples clipped to the
+  box) sampled with conditions ``c`` drawn from the archive's levels ``<= tau``; or ``prior="gaussian"``,
+  the spec's non-diffusion ablation (Gaussian perturbations of archive points with level ``<= tau``; for
+  ``w <= 1/2`` it replaces Gaussian perturbations by Gaussian perturbations, so it has the distribution of
+  ``w = 0``). ``w = 0`` draws nothing: the SAEA is exactly the one without a prior (tested).
+- **Meta-policy** (:class:`RegionPolicy`; reduced, the spec's full-scale design): the paper's policy is an
+  RL (PPO) trained attention network over per-solution tokens; here the spec's **low-dimensional policy
+  class** is shipped, :math:`\tau_t = \tau_0 (1 - FE_t / FE_{max})^p`, switched to 0 for good once the
+  archive's feasible ratio exceeds :math:`\rho` (the strategy passes the largest ratio seen at a decision),
+  plus the hand-made baselines (constant :math:`\tau`, the linear :math:`\varepsilon`-schedule
+  :math:`1 - FE_t/FE_{max}`, which the class contains at :math:`\tau_0 = p = \rho = 1`, and random
+  :math:`\tau \sim U[0, 1]`). Meta-training is random search over :func:`schedule_candidates`
+  (:func:`train_region_policy`; the experiment splits the candidates over parallel units). The PPO
+  set-transformer policy and the learned mixing fraction ``w_t`` are **not implemented**. The level is
   decided every ``decision_interval`` evaluations.
+- **Numerics**: a GP posterior whose kernel matrix is not positive definite even with GPyTorch's default
+  jitter is retried with more jitter steps and counted (:attr:`MetaSGSAEA.n_jitter_fallbacks`).
 
 Example:
     >>> import torch
@@ -57,7 +68,7 @@ import torch
 
 from optarium._core.asktell import AskTellStrategy
 from optarium._core.pareto import non_dominated
-from optarium._core.validation import check_int, check_type
+from optarium._core.validation import check_choice, check_int, check_type
 
 __all__ = [
     "ConditionalDiffusionPrior",
@@ -65,6 +76,7 @@ __all__ = [
     "RegionPolicy",
     "mm_cci_level",
     "run_saea",
+    "schedule_candidates",
     "train_region_policy",
 ]
 
@@ -145,7 +157,9 @@ class RegionPolicy:
         return cls("constant", tau0=_check_tau(policy, "policy"))
 
     def level(self, fe: int, fe_max: int, feasible_ratio: float, generator: torch.Generator) -> float:
-        """The level for ``fe`` evaluations used of ``fe_max``, with the archive's feasible ratio."""
+        """The level for ``fe`` evaluations used of ``fe_max``, with the archive's feasible ratio
+        (:class:`MetaSGSAEA` passes the largest ratio seen at any decision so far, so the schedule's switch
+        to 0 is permanent)."""
         frac = min(max(fe / fe_max, 0.0), 1.0)
         if self.kind == "constant":
             return self.tau0
@@ -233,17 +247,34 @@ def _hv2d_or_general(front: torch.Tensor, ref: torch.Tensor) -> float:
 class ConditionalDiffusionPrior:
     r"""A small conditional DDPM :math:`p_\psi(x \mid c)` on unit-cube designs, conditioned on their level
     :math:`c = \lambda(x)` (the spec's design of the paper's diffusion-based initialisation: MLP denoiser
-    3 x 128 with SiLU, sinusoidal time embedding, ``T = 50`` cosine-schedule steps, Adam, classifier-free
-    guidance with condition dropout 0.1 and guidance scale 2, ancestral sampling, samples clipped to the box).
+    3 x 128 with SiLU, sinusoidal time embedding, ``T = 50`` cosine-schedule steps, 200 Adam steps per fit on
+    at most 300 points (a random subset of a larger archive), classifier-free guidance with condition dropout
+    0.1 and guidance scale 2, ancestral sampling, samples clipped to the box).
 
-    Every random draw (initial weights, noise, dropout) comes from the given ``torch.Generator``.
+    Every random draw (initial weights, subset, noise, dropout) comes from the given CPU ``torch.Generator``
+    (drawn on the CPU, then moved); the weights and samples take the dtype and device of the fitted designs.
+
+    Args:
+        dim: design dimension ``D``.
+        hidden: width of the three hidden layers.
+        steps: diffusion steps ``T``.
+        guidance: classifier-free guidance scale ``s`` (``eps = eps_u + s (eps_c - eps_u)``; 1: plain
+            conditional, 0: unconditional).
+        max_points: fit on at most this many points.
     """
 
-    def __init__(self, dim: int, *, hidden: int = 128, steps: int = 50, guidance: float = 2.0) -> None:
+    def __init__(
+        self, dim: int, *, hidden: int = 128, steps: int = 50, guidance: float = 2.0, max_points: int = 300
+    ) -> None:
         self.dim = check_int("dim", dim, minimum=1)
         self.hidden = check_int("hidden", hidden, minimum=1)
         self.steps = check_int("steps", steps, minimum=2)
+        if isinstance(guidance, bool) or not isinstance(guidance, (int, float)):
+            raise TypeError(f"guidance: must be a float, got {type(guidance).__name__}")
+        if not (math.isfinite(guidance) and guidance >= 0):
+            raise ValueError(f"guidance: must be a finite float >= 0, got {guidance}")
         self.guidance = float(guidance)
+        self.max_points = check_int("max_points", max_points, minimum=2)
         t = torch.arange(self.steps + 1, dtype=torch.float64) / self.steps
         abar = torch.cos((t + 0.008) / 1.008 * math.pi / 2) ** 2
         abar = abar / abar[0]
@@ -251,13 +282,14 @@ class ConditionalDiffusionPrior:
         self.abar = torch.cumprod(1 - self.betas, 0)
         self.params: list[torch.Tensor] | None = None
 
-    def _init(self, g: torch.Generator) -> list[torch.Tensor]:
+    def _init(self, g: torch.Generator, like: torch.Tensor) -> list[torch.Tensor]:
         sizes = [self.dim + 16 + 2, self.hidden, self.hidden, self.hidden, self.dim]
         params = []
         for a, b in itertools.pairwise(sizes):
             bound = 1 / math.sqrt(a)
-            params.append((torch.rand(a, b, generator=g, dtype=torch.float64) * 2 - 1) * bound)
-            params.append(torch.zeros(b, dtype=torch.float64))
+            w = (torch.rand(a, b, generator=g, dtype=like.dtype) * 2 - 1) * bound
+            params.append(w.to(like.device))
+            params.append(torch.zeros(b, dtype=like.dtype, device=like.device))
         return [p.requires_grad_() for p in params]
 
     def _eps(
@@ -268,7 +300,7 @@ class ConditionalDiffusionPrior:
         c: torch.Tensor,
         null: torch.Tensor,
     ) -> torch.Tensor:
-        freqs = torch.exp(-math.log(1000.0) * torch.arange(8, dtype=x.dtype) / 8)
+        freqs = torch.exp(-math.log(1000.0) * torch.arange(8, dtype=x.dtype, device=x.device) / 8)
         ang = t.unsqueeze(1).to(x.dtype) * freqs * (1000.0 / self.steps)
         h = torch.cat([x, ang.sin(), ang.cos(), (c * (1 - null)).unsqueeze(1), null.unsqueeze(1)], 1)
         for i in range(0, len(params) - 2, 2):
@@ -284,18 +316,41 @@ class ConditionalDiffusionPrior:
         iters: int = 200,
         lr: float = 3e-3,
     ) -> ConditionalDiffusionPrior:
-        """Train on designs ``U`` ``(n, D)`` in the unit cube with conditions ``c`` ``(n,)``."""
-        x0 = (2 * U - 1).double()
-        c = c.double()
-        params = self._init(generator)
-        opt = torch.optim.Adam(params, lr=lr)
-        n = x0.shape[0]
-        for _ in range(check_int("iters", iters, minimum=1)):
+        """Train on designs ``U`` ``(n, D)`` in the unit cube with conditions ``c`` ``(n,)`` in ``[0, 1]``
+        (a random subset of :attr:`max_points` rows when ``n`` is larger)."""
+        check_type("U", U, torch.Tensor)
+        check_type("c", c, torch.Tensor)
+        check_type("generator", generator, torch.Generator)
+        if U.ndim != 2 or U.shape[1] != self.dim or U.shape[0] < 2 or not U.is_floating_point():
+            raise ValueError(
+                f"U: must be a floating (n >= 2, {self.dim}) tensor, got {tuple(U.shape)} {U.dtype}"
+            )
+        if not (torch.isfinite(U).all() and (U >= 0).all() and (U <= 1).all()):
+            raise ValueError("U: must lie in the unit cube (finite, 0 <= U <= 1)")
+        if c.shape != (U.shape[0],):
+            raise ValueError(f"c: must have shape ({U.shape[0]},), got {tuple(c.shape)}")
+        if not (torch.isfinite(c).all() and (c >= 0).all() and (c <= 1).all()):
+            raise ValueError("c: levels must lie in [0, 1]")
+        iters = check_int("iters", iters, minimum=1)
+        if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not (math.isfinite(lr) and lr > 0):
+            raise ValueError(f"lr: must be a positive float, got {lr!r}")
+        dtype, dev = U.dtype, U.device
+        n = U.shape[0]
+        if n > self.max_points:
+            keep = torch.randperm(n, generator=generator)[: self.max_points].to(dev)
+            U, c, n = U[keep], c[keep], self.max_points
+        x0 = 2 * U - 1
+        c = c.to(dtype)
+        abar = self.abar.to(dtype=dtype, device=dev)
+        params = self._init(generator, U)
+        opt = torch.optim.Adam(params, lr=float(lr))
+        for _ in range(iters):
             t = torch.randint(self.steps, (n,), generator=generator)
-            noise = torch.randn(x0.shape, generator=generator, dtype=torch.float64)
-            ab = self.abar[t].unsqueeze(1)
+            noise = torch.randn(x0.shape, generator=generator, dtype=dtype).to(dev)
+            null = (torch.rand(n, generator=generator, dtype=dtype) < 0.1).to(dtype).to(dev)
+            t = t.to(dev)
+            ab = abar[t].unsqueeze(1)
             xt = ab.sqrt() * x0 + (1 - ab).sqrt() * noise
-            null = (torch.rand(n, generator=generator, dtype=torch.float64) < 0.1).double()
             loss = ((self._eps(params, xt, t, c, null) - noise) ** 2).mean()
             opt.zero_grad()
             loss.backward()
@@ -304,23 +359,45 @@ class ConditionalDiffusionPrior:
         return self
 
     @torch.no_grad()
-    def sample(self, c: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        """Designs ``(len(c), D)`` in the unit cube conditioned on the levels ``c``."""
+    def sample(
+        self, c: torch.Tensor | None, generator: torch.Generator, *, n: int | None = None
+    ) -> torch.Tensor:
+        """Designs ``(len(c), D)`` in the unit cube conditioned on the levels ``c`` (classifier-free guidance
+        at :attr:`guidance`); ``c=None`` with ``n`` draws ``n`` unconditional samples (the null condition)."""
         if self.params is None:
             raise RuntimeError("ConditionalDiffusionPrior.sample: call fit() first")
-        c = c.double()
-        n = c.shape[0]
-        x = torch.randn(n, self.dim, generator=generator, dtype=torch.float64)
-        zeros, ones = torch.zeros(n, dtype=torch.float64), torch.ones(n, dtype=torch.float64)
+        check_type("generator", generator, torch.Generator)
+        dtype, dev = self.params[0].dtype, self.params[0].device
+        if c is None:
+            if n is None:
+                raise ValueError("n: required (the number of unconditional samples) when c is None")
+            n = check_int("n", n, minimum=1)
+            c = torch.zeros(n, dtype=dtype, device=dev)
+            uncond = True
+        else:
+            check_type("c", c, torch.Tensor)
+            if c.ndim != 1 or not (torch.isfinite(c).all() and (c >= 0).all() and (c <= 1).all()):
+                raise ValueError("c: must be a 1-D tensor of levels in [0, 1]")
+            if n is not None and n != c.shape[0]:
+                raise ValueError(f"n: must be None or len(c) = {c.shape[0]}, got {n}")
+            c, n, uncond = c.to(dtype=dtype, device=dev), c.shape[0], False
+        betas = self.betas.to(dtype=dtype, device=dev)
+        abar = self.abar.to(dtype=dtype, device=dev)
+        x = torch.randn(n, self.dim, generator=generator, dtype=dtype).to(dev)
+        zeros = torch.zeros(n, dtype=dtype, device=dev)
+        ones = torch.ones(n, dtype=dtype, device=dev)
         for step in range(self.steps - 1, -1, -1):
-            t = torch.full((n,), step, dtype=torch.long)
-            e_c = self._eps(self.params, x, t, c, zeros)
+            t = torch.full((n,), step, dtype=torch.long, device=dev)
             e_u = self._eps(self.params, x, t, c, ones)
-            eps = e_u + self.guidance * (e_c - e_u)
-            beta, ab = self.betas[step], self.abar[step]
+            if uncond:
+                eps = e_u
+            else:
+                e_c = self._eps(self.params, x, t, c, zeros)
+                eps = e_u + self.guidance * (e_c - e_u)
+            beta, ab = betas[step], abar[step]
             x = (x - beta / (1 - ab).sqrt() * eps) / (1 - beta).sqrt()
             if step > 0:
-                x = x + beta.sqrt() * torch.randn(n, self.dim, generator=generator, dtype=torch.float64)
+                x = x + beta.sqrt() * torch.randn(n, self.dim, generator=generator, dtype=dtype).to(dev)
         return ((x.clamp(-1, 1) + 1) / 2).clamp(0.0, 1.0)
 
 
@@ -339,9 +416,14 @@ class MetaSGSAEA(AskTellStrategy):
         n_init: size of the initial Latin-hypercube design (``11 D - 1`` when ``None``).
         pop_size, generations: the inner NSGA-II's population and generations (40, 10).
         fit_maxiter: L-BFGS-B iterations per hyperparameter fit.
-        use_diffusion: draw the perturbation half of the inner population from a
-            :class:`ConditionalDiffusionPrior` (refitted with the GP hyperparameters) conditioned on archive
-            levels ``<= tau`` instead of Gaussian perturbations.
+        prior_fraction: ``w`` in ``[0, 1]``, the fraction of the inner NSGA-II's initial population drawn from
+            the solution-level prior (``round(w N)`` members, replacing the last ones of the default
+            population: first its Gaussian-perturbation half, then its worst elites). ``0`` (default): no
+            prior, the SAEA exactly as without this option.
+        prior: ``"diffusion"``: a :class:`ConditionalDiffusionPrior` refitted with the GP hyperparameters
+            and sampled with conditions ``c`` drawn from the archive levels ``<= tau`` (the paper's
+            diffusion-based initialisation); ``"gaussian"``: the spec's non-diffusion ablation, Gaussian
+            perturbations (sd 0.1 of the box) of archive points with level ``<= tau``.
     """
 
     _STATE_KEYS = (*AskTellStrategy._STATE_KEYS, "G", "design", "hyper", "last_fit", "tau", "last_decision")
@@ -360,7 +442,8 @@ class MetaSGSAEA(AskTellStrategy):
         pop_size: int = 40,
         generations: int = 10,
         fit_maxiter: int = 50,
-        use_diffusion: bool = False,
+        prior_fraction: float = 0.0,
+        prior: str = "diffusion",
         minimize: bool = True,
         generator: torch.Generator | None = None,
         seed: int | None = None,
@@ -378,9 +461,16 @@ class MetaSGSAEA(AskTellStrategy):
         self.pop_size = check_int("pop_size", pop_size, minimum=4)
         self.generations = check_int("generations", generations, minimum=1)
         self.fit_maxiter = check_int("fit_maxiter", fit_maxiter, minimum=0)
-        check_type("use_diffusion", use_diffusion, bool)
-        self.use_diffusion = use_diffusion
+        if isinstance(prior_fraction, bool) or not isinstance(prior_fraction, (int, float)):
+            raise TypeError(f"prior_fraction: must be a float in [0, 1], got {type(prior_fraction).__name__}")
+        if not (0.0 <= float(prior_fraction) <= 1.0):
+            raise ValueError(f"prior_fraction: must lie in [0, 1], got {prior_fraction}")
+        self.prior_fraction = float(prior_fraction)
+        self.prior = check_choice("prior", prior, ("diffusion", "gaussian"))
+        self._peak_ratio = 0.0
         self._prior: ConditionalDiffusionPrior | None = None
+        #: posteriors that needed more Cholesky jitter than GPyTorch's default (see :meth:`_posterior`)
+        self.n_jitter_fallbacks = 0
         self.G = torch.empty(0, self.n_constr, dtype=dtype, device=self.bounds.device)
         self._design: torch.Tensor | None = None
         self._hyper: list[dict[str, torch.Tensor]] | None = None
@@ -472,12 +562,31 @@ class MetaSGSAEA(AskTellStrategy):
             self._last_fit = n
         return models
 
+    def _posterior(self, model: Any, U: torch.Tensor) -> Any:
+        """``model.posterior(U)``; a kernel matrix that is not positive definite even with GPyTorch's default
+        jitter (up to 1e-3; seen with fixed hyperparameters on DTLZ3-type objectives) is retried once with up
+        to 10 jitter steps (to 1e2 in float64) and counted in :attr:`n_jitter_fallbacks`."""
+        from linear_operator.utils.errors import NotPSDError
+
+        try:
+            post = model.posterior(U)
+            post.mean, post.variance  # noqa: B018 -- the Cholesky factorisation runs here
+            return post
+        except NotPSDError:
+            import linear_operator
+
+            self.n_jitter_fallbacks += 1
+            with linear_operator.settings.cholesky_max_tries(10):
+                post = model.posterior(U)
+                post.mean, post.variance  # noqa: B018
+            return post
+
     def _predict(self, models: list[Any], U: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Predicted standardised objectives ``(n, M)``, their sds and the predicted level ``(n,)``."""
         with torch.no_grad():
             means, sds = [], []
             for m in models:
-                post = m.posterior(U)
+                post = self._posterior(m, U)
                 means.append(post.mean.squeeze(-1))
                 sds.append(post.variance.squeeze(-1).clamp_min(0).sqrt())
         mu, sd = torch.stack(means, 1), torch.stack(sds, 1)
@@ -496,7 +605,9 @@ class MetaSGSAEA(AskTellStrategy):
         n = self.X.shape[0]
         if self._last_decision < 0 or n - self._last_decision >= self.decision_interval:
             ratio = float(self.feasible.double().mean()) if n else 0.0
-            self.tau = self.policy.level(n, self.max_evals, ratio, self.generator)
+            # the schedule's switch is permanent: the policy sees the largest ratio seen at a decision
+            self._peak_ratio = max(self._peak_ratio, ratio)
+            self.tau = self.policy.level(n, self.max_evals, self._peak_ratio, self.generator)
             self._last_decision = n
             self.tau_history.append((n, self.tau))
         return self.tau
@@ -534,15 +645,11 @@ class MetaSGSAEA(AskTellStrategy):
         elite = Xu[keys.argsort()[: N // 2]]
         inside = Xu[lam_a <= tau] if bool((lam_a <= tau).any()) else elite
         pick = torch.randint(inside.shape[0], (N - elite.shape[0],), generator=g)
-        if self.use_diffusion and self.n_constr:
-            if self._prior is None or self._last_fit == self.X.shape[0]:  # refitted with the GPs
-                self._prior = ConditionalDiffusionPrior(self.dim).fit(Xu, lam_a, g)
-            lam_in = lam_a[lam_a <= tau] if bool((lam_a <= tau).any()) else lam_a.min().reshape(1)
-            c = lam_in[torch.randint(lam_in.numel(), (pick.numel(),), generator=g)]
-            pert = self._prior.sample(c, g).to(self.dtype)
-        else:
-            pert = inside[pick] + 0.1 * torch.randn(pick.numel(), self.dim, generator=g, dtype=self.dtype)
+        pert = inside[pick] + 0.1 * torch.randn(pick.numel(), self.dim, generator=g, dtype=self.dtype)
         P = torch.cat([elite, pert.clamp(0.0, 1.0)])
+        n_prior = round(self.prior_fraction * N)
+        if n_prior:  # mix in the solution-level prior (no draw at all when w = 0)
+            P = torch.cat([P[: N - n_prior], self._prior_samples(n_prior, Xu, lam_a, inside, tau)])
         F, _, L = self._predict(models, P)
         for _ in range(self.generations):
             sc = _survival_keys(F, (L - tau).clamp_min(0))
@@ -554,6 +661,21 @@ class MetaSGSAEA(AskTellStrategy):
             keep = _survival_keys(F2, (L2 - tau).clamp_min(0)).argsort()[:N]
             P, F, L = P2[keep], F2[keep], L2[keep]
         return self._infill(models, P, tau, q, Xu, Za, lam_a)
+
+    def _prior_samples(
+        self, k: int, Xu: torch.Tensor, lam_a: torch.Tensor, inside: torch.Tensor, tau: float
+    ) -> torch.Tensor:
+        """``k`` unit-cube points of the solution-level prior for the region ``R(tau)``."""
+        g = self.generator
+        if self.prior == "gaussian":
+            pick = torch.randint(inside.shape[0], (k,), generator=g)
+            pts = inside[pick] + 0.1 * torch.randn(k, self.dim, generator=g, dtype=self.dtype)
+            return pts.clamp(0.0, 1.0)
+        if self._prior is None or self._last_fit == self.X.shape[0]:  # refitted with the GPs
+            self._prior = ConditionalDiffusionPrior(self.dim).fit(Xu, lam_a, g)
+        lam_in = lam_a[lam_a <= tau] if bool((lam_a <= tau).any()) else lam_a.min().reshape(1)
+        c = lam_in[torch.randint(lam_in.numel(), (k,), generator=g)]
+        return self._prior.sample(c, g).to(self.dtype)
 
     def _infill(
         self,
@@ -621,6 +743,8 @@ class MetaSGSAEA(AskTellStrategy):
             tau=self.tau,
             last_decision=self._last_decision,
             tau_history=list(self.tau_history),
+            peak_ratio=self._peak_ratio,
+            n_jitter_fallbacks=self.n_jitter_fallbacks,
             prior=None if self._prior is None or self._prior.params is None else list(self._prior.params),
         )
         return state
@@ -638,6 +762,8 @@ class MetaSGSAEA(AskTellStrategy):
         self.tau = float(state["tau"])
         self._last_decision = int(state["last_decision"])
         self.tau_history = list(state.get("tau_history", []))
+        self._peak_ratio = float(state.get("peak_ratio", 0.0))
+        self.n_jitter_fallbacks = int(state.get("n_jitter_fallbacks", 0))
         self._prior = None
         if state["prior"] is not None:
             self._prior = ConditionalDiffusionPrior(self.dim)
@@ -676,6 +802,19 @@ def run_saea(
     return opt
 
 
+def schedule_candidates(n: int, seed: int = 0) -> list[RegionPolicy]:
+    """The first ``n`` random-search candidates of the ``"schedule"`` class for ``seed``: ``tau0 ~ U[0, 1]``,
+    ``p = 2^(4u - 2)`` (log-uniform in ``[1/4, 4]``), ``rho ~ U[0, 1]``; candidate ``k`` does not depend on
+    ``n`` (so candidates can be evaluated apart and in any order)."""
+    n = check_int("n", n, minimum=1)
+    g = torch.Generator().manual_seed(check_int("seed", seed, minimum=0))
+    out = []
+    for _ in range(n):
+        u = torch.rand(3, generator=g, dtype=torch.float64).tolist()
+        out.append(RegionPolicy("schedule", tau0=u[0], p=float(2.0 ** (4 * u[1] - 2)), rho=u[2]))
+    return out
+
+
 def train_region_policy(
     problem_sampler: Callable[[int], tuple[Any, Callable[[MetaSGSAEA], float]]],
     *,
@@ -694,12 +833,9 @@ def train_region_policy(
     """
     budget = check_int("budget", budget, minimum=1)
     episodes_per_candidate = check_int("episodes_per_candidate", episodes_per_candidate, minimum=1)
-    g = torch.Generator().manual_seed(check_int("seed", seed, minimum=0))
     history: list[tuple[dict[str, Any], float]] = []
     best: tuple[float, RegionPolicy] | None = None
-    for _ in range(budget):
-        u = torch.rand(3, generator=g, dtype=torch.float64).tolist()
-        pol = RegionPolicy("schedule", tau0=u[0], p=float(2.0 ** (4 * u[1] - 2)), rho=u[2])
+    for pol in schedule_candidates(budget, seed):
         scores = []
         for e in range(episodes_per_candidate):
             kw, score = problem_sampler(e)  # the same episodes for every candidate (paired)

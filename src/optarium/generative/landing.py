@@ -49,6 +49,12 @@ Deviations / reconstructions (all from the spec, none from the paper text):
   tensor storage allocated in a block, tracked through a torch dispatch mode; ``tracemalloc`` does not see
   torch's CPU allocator).
 
+Connected components: :class:`Constraints` takes an optional ``component`` test (e.g. ``det R > 0``, since
+``{R^T R = I}`` is O(3), two components); the samplers drop and count
+(``extras["wrong_component"]``) trajectories that leave the intended component. Networks without parameters
+(exact scores) run in the particles' dtype. SO(3) (the constraint set, exact matrix-Fisher data and score,
+the Newton-vs-polar facts, a rotation MMD) is in :mod:`optarium.generative.landing_so3`.
+
 Data and metric helpers for the S^2 experiments: :func:`vmf_sample` / :func:`vmf_mixture` (exact inverse-CDF
 von Mises-Fisher sampler on S^2), :func:`tetrahedron` (cluster centres forming a spherical 2-design),
 :func:`sphere_uniform`, and :func:`latlon_jsd` (the spec's quality metric: JSD of 36 x 18 lon/lat histograms,
@@ -100,7 +106,9 @@ class Constraints:
     too. They must act pointwise (row i of the output depends on row i of the input only): the Jacobian rows
     are gradients of the column sums (``m + l`` backward passes, much cheaper than ``vmap(jacrev)``).
     ``reg`` is the Gram regulariser (``0`` switches it off: pseudo-inverse), ``cutoff`` the activity
-    cut-off of inequalities.
+    cut-off of inequalities. ``component`` (optional) maps ``(n, d)`` to a bool ``(n,)``: True where a point
+    lies on the intended connected component of the set (e.g. ``det R > 0`` for SO(3) inside O(3) =
+    ``{R^T R = I}``); the samplers drop and count (``extras["wrong_component"]``) trajectories that leave it.
     """
 
     def __init__(
@@ -111,20 +119,29 @@ class Constraints:
         *,
         reg: float = 1e-6,
         cutoff: float = 0.0,
+        component: Callable[[torch.Tensor], torch.Tensor] | None = None,
     ) -> None:
         self.dim = check_int("dim", dim, minimum=1)
         if h is None and g is None:
             raise ValueError("h: give at least one of h and g")
-        for name, f in (("h", h), ("g", g)):
+        for name, f in (("h", h), ("g", g), ("component", component)):
             if f is not None and not callable(f):
                 raise TypeError(f"{name}: must be callable, got {type(f).__name__}")
         self.h, self.g = h, g
+        self.component = component
         self.reg = check_nonnegative("reg", reg)
         self.cutoff = check_nonnegative("cutoff", cutoff)
         probe = torch.zeros(2, self.dim, dtype=torch.float64) + 0.3
         self.m = self._count("h", h, probe)
         self.l = self._count("g", g, probe)
         self.jacobian_evals = 0
+        if component is not None:
+            out = component(probe)
+            if not isinstance(out, torch.Tensor) or out.dtype != torch.bool or tuple(out.shape) != (2,):
+                raise ValueError(
+                    f"component: must map (n, d) to a bool tensor (n,), got {getattr(out, 'dtype', out)} "
+                    f"{tuple(getattr(out, 'shape', ()))} for input (2, {self.dim})"
+                )
 
     @staticmethod
     def _count(name: str, f: Fn | None, probe: torch.Tensor) -> int:
@@ -169,6 +186,12 @@ class Constraints:
                 for j in range(c.shape[1])
             ]
         return c.detach(), torch.stack(rows, dim=1)
+
+    def off_component(self, x: torch.Tensor) -> torch.Tensor:
+        """Bool ``(n,)``: points on a wrong connected component (always False without ``component``)."""
+        if self.component is None:
+            return torch.zeros(x.shape[0], dtype=torch.bool, device=x.device)
+        return ~self.component(x)
 
     def violation(self, x: torch.Tensor) -> torch.Tensor:
         """Per-point ``max(|h|, g_+)`` (``0`` when feasible)."""
@@ -380,7 +403,8 @@ class LandingDiffusion:
         net = self.ema if (use_ema and self.ema is not None) else self.net
         if net is None:
             return torch.zeros_like(x)
-        return net(self._net_in(x, v, t).to(next(net.parameters()).dtype)).to(x.dtype)
+        p = next(net.parameters(), None)  # a parameterless module (an exact score) runs in x's dtype
+        return net(self._net_in(x, v, t).to(x.dtype if p is None else p.dtype)).to(x.dtype)
 
     def correct(
         self, x: torch.Tensor, step: torch.Tensor, c: float, stats: dict[str, float]
@@ -419,6 +443,7 @@ class LandingDiffusion:
         n, d = x.shape
         stats = {"newton_iters": 0.0, "nfe": 0.0}
         j0 = self.C.jacobian_evals
+        wrong = torch.zeros(n, dtype=torch.bool, device=x.device)
         alive = torch.ones(n, dtype=torch.bool, device=x.device)
         times = s.times()
         order = list(range(N, 0, -1)) if reverse else list(range(N))
@@ -465,6 +490,10 @@ class LandingDiffusion:
             x_prev = x
             x, ok = self.correct(x, step, c_land, stats)
             alive &= ok & torch.isfinite(x).all(dim=-1)
+            if self.C.component is not None:  # left the intended component (e.g. det R < 0): drop, count
+                off = alive & self.C.off_component(x)
+                wrong |= off
+                alive &= ~off
             prev_sigma = sigma
             viol.append(float(self.C.violation(x[alive]).max()) if bool(alive.any()) else 0.0)
             if path is not None:
@@ -476,6 +505,7 @@ class LandingDiffusion:
             "nfe": stats["nfe"],
             "jacobian_evals": float(self.C.jacobian_evals - j0),
             "violation_path": viol,
+            "wrong_component": wrong,
         }
         if path is not None:
             out["path"] = torch.stack(path)
@@ -500,7 +530,8 @@ class LandingDiffusion:
         Returns a :class:`Result`: ``x`` the kept samples, ``value`` their max violation, ``status``
         ``"converged"`` when every kept sample is within ``proj_tol``, ``n_iter = N``, the per-step max
         violation in ``history``, and ``extras`` (``nfe``, ``jacobian_evals``, ``newton_iters``,
-        ``dropped``, ``kept``, ``max_violation_path``).
+        ``dropped`` (all dropped trajectories), ``wrong_component`` (those of them dropped for leaving the
+        constraint set's intended component, see :class:`Constraints`), ``kept``, ``max_violation_path``).
         """
         if prior is None:
             raise ValueError("prior: give the starting points (n, d) on the feasible set")
@@ -523,6 +554,8 @@ class LandingDiffusion:
                 jac += self.C.jacobian_evals - j0
                 x = xp
                 alive &= ok
+            wrong = out["wrong_component"] | (alive & self.C.off_component(x))
+            alive &= ~wrong
         kept = x[alive]
         viol = float(self.C.violation(kept).max()) if kept.shape[0] else 0.0
         path_v = out["violation_path"]
@@ -539,6 +572,7 @@ class LandingDiffusion:
                 "jacobian_evals": jac,
                 "newton_iters": newton,
                 "dropped": int((~alive).sum()),
+                "wrong_component": int(wrong.sum()),
                 "kept": alive,
                 "max_violation_path": max(path_v) if path_v else 0.0,
             },

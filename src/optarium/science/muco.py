@@ -24,7 +24,7 @@ What is implemented here, and every deviation from the paper (a heavily scaled-d
   one-hot sequence, stage 2 on up to four chi angles per residue conditioned on the sequence and the stage-1
   torsions. The geodesic interpolant on the torus and the constant geodesic target velocity ``wrap(x1 - x0)``
   are the paper's; the loss is unweighted (the paper's ``w(t) = (1-t)^-2`` weighting of the ``(x1-x_t)/(1-t)``
-  target is the same target rescaled) and the pi-symmetry of aromatic chi2 is not used. Sampling
+  target is the same target rescaled) and the pi-symmetry of aromatic chi2 is not used (not done). Sampling
   integrates the learned field with Euler steps.
 * **Forward kinematics [suggested by the spec].** The sampled torsions are set on the *open* chain (the cyclic
   peptide with its head-to-tail bond removed) starting from a template conformer that supplies bond lengths
@@ -33,12 +33,25 @@ What is implemented here, and every deviation from the paper (a heavily scaled-d
   the pre-relaxation N(1)-C(L) distance is reported as the generator's own metric.
 * **Topology rules.** :func:`detect_topology` implements both the paper's text rule (any Cys pair with
   SG-SG < 2.5 A -> C2C; else Lys and Asp/Glu present -> K2DE if the closest NZ-CG/CD distance is shorter than
-  N(1)-C(L), else H2T) and the official code's termini-only rule (``rule="repo"``). Molecules are built
-  head-to-tail only here; the classifier is exercised on coordinates.
+  N(1)-C(L), else H2T) and the official code's termini-only rule (``rule="repo"``).
+* **Cyclisation modes.** :class:`CyclicPeptide` builds H2T (amide N(1)-C(L), the C-terminal OH leaves),
+  C2C (disulfide SG-SG of the first and last Cys; both HG leave) and K2DE (isopeptide NZ of the first Lys to
+  CG/CD of the last Asp/Glu; the acid's OH and one NZ hydrogen leave) molecules with RDKit, so that stage 3
+  closes the ring of the chosen mode; the generative stages sample the open chain's torsions in every mode.
+  A refined conformer succeeds only if the closure rule of its mode holds (MMFF94 disulfide 2.05 A, amide and
+  isopeptide 1.38 A), the paper's topology rule on the refined coordinates finds that mode, and no clash.
+* **Secondary structure [reconstructed].** The paper computes DSSP with mdtraj; :func:`secondary_structure`
+  uses mdtraj when it is importable (an optional package, not an optarium extra) and otherwise
+  :func:`dssp_reduced`, a vectorised numpy reduced DSSP (Kabsch & Sander 1983 H-bond energies, n-turns,
+  minimal helices H/G/I, bridges) in mdtraj's three simplified classes; it matches mdtraj 1.11 except for
+  beta-bulge linking, and wraps around the ring seam for head-to-tail peptides (mdtraj cannot). ``H_SS`` and
+  ``H_C`` are Shannon entropies (nats) over those classes and over H2T/C2C/K2DE.
 * **Success rules.** ``"paper"``: |d - d_target| <= delta and energy < 10^3 kJ/mol (= 239.0 kcal/mol);
   ``"repo"`` (default): d <= 1.43 A (2.15 A for disulfides). The MMFF94 target amide length is 1.38 A (MMFF's
   amide C-N is longer than CHARMM's 1.33 A). A heavy-atom clash (non-bonded heavy atoms more than three bonds
   apart closer than ``clash_distance``) also fails a sample.
+* **Not done.** CHARMM36 / OpenMM stage 3 (needs custom residue templates for the closing bonds), the
+  pi-symmetry of aromatic chi2 in the stage-2 loss, any learned SE(3) frame model.
 """
 
 from __future__ import annotations
@@ -54,6 +67,8 @@ from torch import Tensor, nn
 
 __all__ = [
     "CANONICAL",
+    "MODES",
+    "SS_CLASSES",
     "Conformer",
     "CyclicPeptide",
     "ForceFieldRefiner",
@@ -62,8 +77,13 @@ __all__ = [
     "closure_ok",
     "cyclic_distance",
     "detect_topology",
+    "dssp_hbond_energy",
+    "dssp_reduced",
     "etkdg_conformers",
+    "mdtraj_available",
+    "secondary_structure",
     "shannon_entropy",
+    "ss_entropy",
     "torus_interpolate",
     "torus_target_velocity",
     "wrap_angle",
@@ -108,7 +128,7 @@ def shannon_entropy(labels: list[Any] | tuple[Any, ...]) -> float:
         raise ValueError("labels must be non-empty")
     _, counts = np.unique(np.asarray([str(x) for x in labels]), return_counts=True)
     p = counts / counts.sum()
-    return float(-(p * np.log(p)).sum())
+    return float(-(p * np.log(p)).sum()) + 0.0  # + 0.0: no -0.0
 
 
 # ----------------------------------------------------------------------------------------- molecule
@@ -120,10 +140,20 @@ def _res_num(atom: Any) -> int:
     return atom.GetPDBResidueInfo().GetResidueNumber()
 
 
-class CyclicPeptide:
-    """A head-to-tail cyclic peptide built with RDKit from a one-letter sequence (all hydrogens explicit)."""
+MODES = ("H2T", "C2C", "K2DE")
 
-    def __init__(self, sequence: str) -> None:
+
+class CyclicPeptide:
+    """A cyclic peptide built with RDKit from a one-letter sequence (all hydrogens explicit).
+
+    ``mode`` is the cyclisation: ``"H2T"`` (head-to-tail amide N(1)-C(L); the C-terminal OH leaves),
+    ``"C2C"`` (disulfide between the SG atoms of the first and the last Cys; both HG leave, the termini stay
+    free: NH2 and COOH) or ``"K2DE"`` (isopeptide amide between NZ of the first Lys and the side-chain
+    carboxyl carbon CG/CD of the last Asp/Glu; one NZ H and the acid's OH (OD2/OE2) leave; termini free).
+    ``closure_atoms`` is the pair of atoms of that closing bond.
+    """
+
+    def __init__(self, sequence: str, mode: str = "H2T") -> None:
         if not isinstance(sequence, str):
             raise TypeError(f"sequence must be a str, got {type(sequence).__name__}")
         seq = sequence.upper()
@@ -132,37 +162,65 @@ class CyclicPeptide:
             raise ValueError(f"sequence has non-canonical residue letters {bad}")
         if len(seq) < 3:
             raise ValueError(f"sequence must have length >= 3, got {len(seq)}")
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         from rdkit import Chem
 
         lin = Chem.MolFromSequence(seq)
         rw = Chem.RWMol(lin)
         L = len(seq)
         idx = {(_res_num(a), _atom_name(a)): a.GetIdx() for a in lin.GetAtoms()}
-        n1, cl, oxt = idx[(1, "N")], idx[(L, "C")], idx[(L, "OXT")]
-        rw.AddBond(n1, cl, Chem.BondType.SINGLE)
-        rw.RemoveAtom(oxt)  # dehydration: the C-terminal OH leaves (N-terminal H is removed by valence)
+        if mode == "H2T":
+            n1, cl, oxt = idx[(1, "N")], idx[(L, "C")], idx[(L, "OXT")]
+            rw.AddBond(n1, cl, Chem.BondType.SINGLE)
+            rw.RemoveAtom(oxt)  # dehydration: the C-terminal OH leaves (N-terminal H is removed by valence)
+            names = ((1, "N"), (L, "C"))
+        elif mode == "C2C":
+            cys = [r for r in range(1, L + 1) if seq[r - 1] == "C"]
+            if len(cys) < 2:
+                raise ValueError(f"mode='C2C' needs two Cys in the sequence, got {seq!r}")
+            names = ((cys[0], "SG"), (cys[-1], "SG"))
+            rw.AddBond(idx[names[0]], idx[names[1]], Chem.BondType.SINGLE)  # both HG leave by valence
+        else:
+            lys = [r for r in range(1, L + 1) if seq[r - 1] == "K"]
+            acid = [r for r in range(1, L + 1) if seq[r - 1] in "DE"]
+            if not lys or not acid:
+                raise ValueError(f"mode='K2DE' needs a Lys and an Asp/Glu in the sequence, got {seq!r}")
+            a = acid[-1]
+            carb, oh = ("CG", "OD2") if seq[a - 1] == "D" else ("CD", "OE2")
+            if rw.GetBondBetweenAtoms(idx[(a, carb)], idx[(a, oh)]).GetBondType() != Chem.BondType.SINGLE:
+                raise RuntimeError(f"RDKit built {seq[a - 1]}{a} {oh} as a carbonyl O; cannot close K2DE")
+            names = ((lys[0], "NZ"), (a, carb))
+            rw.AddBond(idx[names[0]], idx[names[1]], Chem.BondType.SINGLE)
+            rw.RemoveAtom(idx[(a, oh)])  # the acid's OH leaves; one NZ hydrogen by valence
         mol = rw.GetMol()
+        # hydrogen counts are recomputed only on the two atoms of the new bond (the leaving hydrogens go by
+        # valence); every other atom keeps MolFromSequence's, e.g. His's aromatic [nH]
         for a in mol.GetAtoms():
-            a.SetNoImplicit(False)
-            a.SetNumExplicitHs(0)
+            if (_res_num(a), _atom_name(a)) in names:
+                a.SetNoImplicit(False)
+                a.SetNumExplicitHs(0)
         Chem.SanitizeMol(mol)
         self.sequence = seq
+        self.mode = mode
         self.length = L
+        self.key = seq if mode == "H2T" else f"{seq}/{mode}"
         self.mol = Chem.AddHs(mol, addResidueInfo=True)
         self.index = {
             (_res_num(a), _atom_name(a)): a.GetIdx() for a in self.mol.GetAtoms() if a.GetAtomicNum() > 1
         }
-        self.closure_atoms = (self.index[(1, "N")], self.index[(L, "C")])
+        self.closure_atoms = (self.index[names[0]], self.index[names[1]])
         self.heavy = np.array([a.GetIdx() for a in self.mol.GetAtoms() if a.GetAtomicNum() > 1])
         self._open = None
         self._torsions: list[tuple[int, int, int, int]] | None = None
         self._torsion_mask: np.ndarray | None = None
 
     @classmethod
-    def from_sequence(cls, sequence: str) -> CyclicPeptide:
-        return cls(sequence)
+    def from_sequence(cls, sequence: str, mode: str = "H2T") -> CyclicPeptide:
+        return cls(sequence, mode)
 
-    # open chain (closing bond removed): every torsion below is on an acyclic bond there
+    # open chain (closing bond removed): every torsion below is on an acyclic bond there (for C2C and K2DE the
+    # open chain is the linear peptide; its terminal phi_1 / psi_L stay at the template's values)
     @property
     def open_chain(self) -> Any:
         if self._open is None:
@@ -266,7 +324,13 @@ class CyclicPeptide:
         return np.array(conf.GetPositions())
 
     def closure_distance(self, coords: np.ndarray) -> float:
+        """Length of the closing bond of :attr:`mode` (A)."""
         a, b = self.closure_atoms
+        return float(np.linalg.norm(np.asarray(coords)[a] - np.asarray(coords)[b]))
+
+    def h2t_distance(self, coords: np.ndarray) -> float:
+        """Head-to-tail N(1)-C(L) distance (A), whatever the mode (the topology rules compare with it)."""
+        a, b = self.index[(1, "N")], self.index[(self.length, "C")]
         return float(np.linalg.norm(np.asarray(coords)[a] - np.asarray(coords)[b]))
 
     def with_coords(self, coords: np.ndarray) -> Any:
@@ -304,6 +368,236 @@ def etkdg_conformers(pep: CyclicPeptide, n: int, seed: int) -> list[np.ndarray]:
     return [np.array(m.GetConformer(i).GetPositions()) for i in ids]
 
 
+# ------------------------------------------------------------------------------------- secondary structure
+#: helix (DSSP H/G/I), sheet (E/B), coil (everything else), as mdtraj's ``simplified=True``
+SS_CLASSES = ("H", "E", "C")
+DSSP_COUPLING = 0.084 * 332.0  # kcal/mol: q1 q2 f with q1 = 0.42 e, q2 = 0.20 e, f = 332 A kcal/mol/e^2
+DSSP_HBOND_CUTOFF = -0.5  # kcal/mol
+DSSP_MIN_CA = 9.0  # A: pairs with CA-CA farther apart are not evaluated (as DSSP)
+
+
+def dssp_hbond_energy(
+    n: np.ndarray,
+    ca: np.ndarray,
+    c: np.ndarray,
+    o: np.ndarray,
+    donor: np.ndarray | None = None,
+    cyclic: bool = False,
+) -> np.ndarray:
+    r"""Kabsch-Sander electrostatic H-bond energies ``E[..., i, j]`` (kcal/mol) of C=O(i) ... H-N(j).
+
+    ``E = 0.084 * 332 * (1/r_ON + 1/r_CH - 1/r_OH - 1/r_CN)`` with the amide H placed as in DSSP:
+    ``H_j = N_j + (C_{j-1} - O_{j-1}) / |C_{j-1} - O_{j-1}|`` (1 A along the previous carbonyl's C=O
+    direction reversed). Backbone arrays are ``[..., L, 3]`` (A). ``donor`` (``[L]`` bool, default all) marks
+    residues with an amide H (False for Pro); the first residue has none unless ``cyclic`` (then residue
+    ``L`` precedes residue 1, as in a head-to-tail ring). Pairs not evaluated (``j == i``, ``j == i + 1``,
+    CA-CA > 9 A, non-donors) get ``0``; energies are clamped at DSSP's -9.9 kcal/mol.
+    """
+    n, ca, c, o = (np.asarray(v, dtype=np.float64) for v in (n, ca, c, o))
+    if not (n.shape == ca.shape == c.shape == o.shape) or n.ndim < 2 or n.shape[-1] != 3:
+        shapes = (n.shape, ca.shape, c.shape, o.shape)
+        raise ValueError(f"n, ca, c, o must share a shape [..., L, 3], got {shapes}")
+    L = n.shape[-2]
+    don = np.ones(L, dtype=bool) if donor is None else np.asarray(donor, dtype=bool)
+    if don.shape != (L,):
+        raise ValueError(f"donor must have shape ({L},), got {don.shape}")
+    prev = np.roll(np.arange(L), 1)
+    co = c[..., prev, :] - o[..., prev, :]
+    h = n + co / np.linalg.norm(co, axis=-1, keepdims=True).clip(1e-12)
+    has_h = don.copy()
+    if not cyclic:
+        has_h[0] = False
+
+    def dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:  # [..., i, j] = |a_i - b_j|
+        return np.linalg.norm(a[..., :, None, :] - b[..., None, :, :], axis=-1).clip(1e-12)
+
+    r_on, r_ch, r_oh, r_cn = dist(o, n), dist(c, h), dist(o, h), dist(c, n)
+    e = DSSP_COUPLING * (1 / r_on + 1 / r_ch - 1 / r_oh - 1 / r_cn)
+    too_close = np.minimum(np.minimum(r_on, r_ch), np.minimum(r_oh, r_cn)) < 0.5
+    e = np.where(too_close, -9.9, np.maximum(e, -9.9))
+    i, j = np.meshgrid(np.arange(L), np.arange(L), indexing="ij")
+    nxt = (i + 1) % L if cyclic else i + 1
+    ok = (j != i) & (j != nxt) & has_h[None, :] & (dist(ca, ca) <= DSSP_MIN_CA)
+    return np.where(ok, e, 0.0)
+
+
+def _windows(flags: np.ndarray, n: int) -> np.ndarray:
+    """``out[..., r]``: residue ``r`` lies in ``[s, s + n)`` for some start ``s`` with ``flags[..., s]``."""
+    out = np.zeros_like(flags)
+    L = flags.shape[-1]
+    for k in range(n):  # n <= 5: a loop over window offsets, not over samples
+        out[..., k:] |= flags[..., : L - k]
+    return out
+
+
+def dssp_reduced(
+    n: np.ndarray,
+    ca: np.ndarray,
+    c: np.ndarray,
+    o: np.ndarray,
+    donor: np.ndarray | None = None,
+    cyclic: bool = False,
+) -> np.ndarray:
+    r"""Reduced DSSP (Kabsch & Sander 1983) in three classes, ``[..., L]`` array of ``"H"``, ``"E"``, ``"C"``.
+
+    H-bonds: :func:`dssp_hbond_energy` ``< -0.5`` kcal/mol among each N-H's two lowest-energy acceptors (as
+    DSSP stores them), ``hb(i, j)`` = C=O(i) ... H-N(j).
+    ``n``-turn at ``i``: ``hb(i, i + n)``, ``n = 3, 4, 5``. Minimal helix: turns at ``i - 1`` and ``i`` put
+    residues ``i .. i + n - 1`` in a helix: H for ``n = 4``, then G for ``n = 3`` only where none of those
+    residues is H or in a bridge, then I for ``n = 5`` where none is G or in a bridge (DSSP 2.2's pi-helix
+    preference, as mdtraj: I may overwrite H). Bridges (``|i - j| >= 3``, both neighbours present):
+    parallel ``[hb(i-1, j) and hb(j, i+1)] or [hb(j-1, i) and hb(i, j+1)]``,
+    antiparallel ``[hb(i, j) and hb(j, i)] or [hb(i-1, j+1) and hb(j-1, i+1)]``. Classes: ``"H"`` = H, G, I;
+    ``"E"`` = any bridge residue (DSSP's E ladders and isolated B); ``"C"`` = the rest (DSSP's T, S, blank).
+    H overwrites E. Reduced, i.e. not done: beta-bulge linking of ladders (a residue between two ladders that
+    is itself in no bridge stays coil here, DSSP calls it E: on 400 random 6-19-residue chains 3 of 4965
+    residues differed from mdtraj 1.11, all such), chain breaks, and the bend/turn letters (all coil). With
+    ``cyclic`` residue ``L`` precedes residue 1 (head-to-tail ring): turns, bridges and the amide H of
+    residue 1 wrap around; DSSP and mdtraj treat every chain as linear.
+    """
+    e = dssp_hbond_energy(n, ca, c, o, donor, cyclic)
+    L = e.shape[-1]
+    # DSSP keeps, per N-H donor, only its two lowest-energy acceptors (stable sort: the first on ties)
+    best2 = np.argsort(e, axis=-2, kind="stable")[..., :2, :]
+    top = np.zeros(e.shape, dtype=bool)
+    np.put_along_axis(top, best2, True, axis=-2)
+    hb = (e < DSSP_HBOND_CUTOFF) & top
+    r = np.arange(L)
+    shape = hb.shape[:-2]
+
+    def turn(k: int) -> np.ndarray:  # [..., L]: hb(i, i + k)
+        tgt = (r + k) % L
+        t = hb[..., r, tgt]
+        return t if cyclic else t & (r + k < L)
+
+    def start(k: int) -> np.ndarray:  # minimal helix starts: turn(i - 1) and turn(i)
+        t = turn(k)
+        prev = np.roll(t, 1, axis=-1)
+        if not cyclic:
+            prev[..., 0] = False
+        return t & prev
+
+    def spread(flags: np.ndarray, k: int) -> np.ndarray:
+        if not cyclic:
+            return _windows(flags, k)
+        out = np.zeros_like(flags)
+        for d in range(k):
+            out |= np.roll(flags, d, axis=-1)
+        return out
+
+    alpha = spread(start(4), 4)
+    # bridges
+    im1, ip1 = (r - 1) % L, (r + 1) % L
+    ht = np.swapaxes(hb, -1, -2)
+    par = (hb[..., im1, :] & ht[..., ip1, :]) | (ht[..., :, im1] & hb[..., :, ip1])
+    anti = (hb & ht) | (hb[..., im1, :][..., :, ip1] & ht[..., ip1, :][..., :, im1])
+    ii, jj = np.meshgrid(r, r, indexing="ij")
+    sep = np.abs(ii - jj)
+    if cyclic:
+        sep = np.minimum(sep, L - sep)
+        inner = np.ones(L, dtype=bool)
+    else:
+        inner = (r >= 1) & (r <= L - 2)
+    valid = (sep >= 3) & inner[:, None] & inner[None, :]
+    bridge = ((par | anti) & valid).any(axis=-1)
+
+    def minor(k: int, blocked: np.ndarray) -> np.ndarray:
+        s = start(k)
+        # a start is kept only when none of its k residues is blocked (DSSP's "empty" test)
+        if cyclic:
+            clash = np.zeros_like(s)
+            for d in range(k):
+                clash |= np.roll(blocked, -d, axis=-1)
+        else:
+            pad = np.concatenate([blocked, np.ones((*shape, k), dtype=bool)], axis=-1)
+            clash = np.zeros_like(s)
+            for d in range(k):
+                clash |= pad[..., d : d + L]
+        return spread(s & ~clash, k)
+
+    sheet = bridge & ~alpha  # DSSP sets E/B first, then H overwrites them
+    g = minor(3, alpha | sheet)  # G only on loop residues
+    i5 = minor(5, sheet | g)  # pi-helix preference (DSSP 2.2, mdtraj): I may overwrite H, not E/B/G
+    out = np.full((*shape, L), "C", dtype="<U1")
+    out[sheet] = "E"
+    out[alpha | i5 | g] = "H"
+    return out
+
+
+def _backbone(pep: CyclicPeptide, coords: np.ndarray) -> tuple[np.ndarray, ...]:
+    x = np.asarray(coords, dtype=np.float64)
+    if x.ndim == 2:
+        x = x[None]
+    if x.ndim != 3 or x.shape[1:] != (pep.mol.GetNumAtoms(), 3):
+        raise ValueError(f"coords must have shape [B, {pep.mol.GetNumAtoms()}, 3], got {x.shape}")
+    ix = pep.index
+    return tuple(x[:, [ix[(r, a)] for r in range(1, pep.length + 1)]] for a in ("N", "CA", "C", "O"))
+
+
+def secondary_structure(pep: CyclicPeptide, coords: np.ndarray, backend: str = "reduced") -> np.ndarray:
+    """Three-class DSSP (``"H"``, ``"E"``, ``"C"``) of ``coords`` (``[B, n_atoms, 3]`` or one conformer).
+
+    ``backend="reduced"``: :func:`dssp_reduced` (the ring closure wraps around for H2T); ``"mdtraj"``:
+    ``mdtraj.compute_dssp(simplified=True)`` (needs the optional ``mdtraj`` package; linear chain);
+    ``"auto"``: mdtraj when importable, else the reduced one. Returns ``[B, L]``.
+    """
+    if backend not in ("reduced", "mdtraj", "auto"):
+        raise ValueError(f"backend must be 'reduced', 'mdtraj' or 'auto', got {backend!r}")
+    if backend == "auto":
+        backend = "mdtraj" if mdtraj_available() else "reduced"
+    n, ca, c, o = _backbone(pep, coords)
+    if backend == "reduced":
+        donor = np.array([a != "P" for a in pep.sequence])
+        return dssp_reduced(n, ca, c, o, donor, cyclic=pep.mode == "H2T")
+    return _mdtraj_dssp(n, ca, c, o, [_RES3[a] for a in pep.sequence])
+
+
+_RES3 = dict(
+    zip(
+        CANONICAL,
+        "ALA CYS ASP GLU PHE GLY HIS ILE LYS LEU MET ASN PRO GLN ARG SER THR VAL TRP TYR".split(),
+        strict=True,
+    )
+)
+
+
+def mdtraj_available() -> bool:
+    """Whether the optional ``mdtraj`` package (DSSP) can be imported."""
+    import importlib.util
+
+    return importlib.util.find_spec("mdtraj") is not None
+
+
+def _mdtraj_dssp(
+    n: np.ndarray, ca: np.ndarray, c: np.ndarray, o: np.ndarray, resnames: list[str]
+) -> np.ndarray:
+    """mdtraj's simplified DSSP on a backbone-only topology (mdtraj places the amide H itself)."""
+    try:
+        import mdtraj as md
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "backend='mdtraj' needs the optional package mdtraj (pip install mdtraj; not an optarium extra)"
+        ) from err
+    top = md.Topology()
+    chain = top.add_chain()
+    for name in resnames:
+        res = top.add_residue(name, chain)
+        for atom, el in (("N", "N"), ("CA", "C"), ("C", "C"), ("O", "O")):
+            top.add_atom(atom, md.element.get_by_symbol(el), res)
+    xyz = np.stack([n, ca, c, o], axis=2).reshape(n.shape[0], -1, 3) / 10.0  # A -> nm
+    ss = md.compute_dssp(md.Trajectory(xyz.astype(np.float32), top), simplified=True)
+    return np.where(np.isin(ss, ("H", "E")), ss, "C").astype("<U1")
+
+
+def ss_entropy(classes: np.ndarray) -> float:
+    """Shannon entropy ``H_SS`` (nats) of the pooled DSSP class labels (over H / E / C)."""
+    flat = np.asarray(classes).ravel()
+    bad = sorted(set(flat.tolist()) - set(SS_CLASSES))
+    if bad:
+        raise ValueError(f"classes must be in {SS_CLASSES}, got {bad}")
+    return shannon_entropy(list(flat))
+
+
 # ----------------------------------------------------------------------------------------- topology / closure
 def detect_topology(pep: CyclicPeptide, coords: np.ndarray, rule: str = "paper") -> str:
     """Cyclisation mode ``"C2C"``, ``"K2DE"`` or ``"H2T"`` from coordinates (paper or official rule)."""
@@ -322,7 +616,7 @@ def detect_topology(pep: CyclicPeptide, coords: np.ndarray, rule: str = "paper")
     ]
     if lys and acid:
         d_iso = min(np.linalg.norm(x[i] - x[j]) for i in lys for j in acid)
-        return "K2DE" if d_iso < pep.closure_distance(x) else "H2T"
+        return "K2DE" if d_iso < pep.h2t_distance(x) else "H2T"
     return "H2T"
 
 
@@ -391,7 +685,7 @@ class ForceFieldRefiner:
         self._cache: dict[str, Any] = {}
 
     def _props(self, pep: CyclicPeptide) -> Any:
-        if pep.sequence not in self._cache:
+        if pep.key not in self._cache:
             from rdkit import Chem
             from rdkit.Chem import rdForceFieldHelpers as H
 
@@ -399,8 +693,8 @@ class ForceFieldRefiner:
             dm = Chem.GetDistanceMatrix(pep.mol)
             h = pep.heavy
             far = dm[np.ix_(h, h)] > 3
-            self._cache[pep.sequence] = (props, np.triu(far, 1))
-        return self._cache[pep.sequence]
+            self._cache[pep.key] = (props, np.triu(far, 1))
+        return self._cache[pep.key]
 
     def force_field(self, pep: CyclicPeptide, coords: np.ndarray, restrained: bool = True) -> tuple[Any, Any]:
         from rdkit.Chem import rdForceFieldHelpers as H
@@ -437,8 +731,9 @@ class ForceFieldRefiner:
         e = self.energy(pep, pos)
         mode = detect_topology(pep, pos, rule="paper")
         d_after = pep.closure_distance(pos)
-        ok = closure_ok(d_after, e, mode="H2T", rule=self.success_rule, delta=self.delta)
-        ok = ok and np.isfinite(e) and not self.has_clash(pep, pos)
+        ok = closure_ok(d_after, e, mode=pep.mode, rule=self.success_rule, delta=self.delta)
+        # topology check: the paper's rule on the refined coordinates must find the built closure
+        ok = ok and mode == pep.mode and np.isfinite(e) and not self.has_clash(pep, pos)
         return Conformer(pos, mode, e, obj, obj0, bool(ok), pep.closure_distance(coords), d_after, k, m)
 
 
@@ -533,7 +828,7 @@ class MuCO:
         xs, conds, masks = [], [], []
         for pep, confs in data:
             self._check(pep)
-            self.templates.setdefault(pep.sequence, confs[0])
+            self.templates.setdefault(pep.key, confs[0])
             _, mask = pep.torsion_layout()
             for c in confs:
                 xs.append(torch.as_tensor(pep.get_torsions(c), dtype=torch.float32))
@@ -561,18 +856,18 @@ class MuCO:
     def sample(
         self, pep: CyclicPeptide, K: int, M: int, generator: torch.Generator, refine: bool = True
     ) -> list[Conformer]:
-        if pep.sequence not in self.templates:
-            raise ValueError(f"no template conformer for {pep.sequence}; pass it in fit() or set templates")
+        if pep.key not in self.templates:
+            raise ValueError(f"no template conformer for {pep.key}; pass it in fit() or set templates")
         tors = self.sample_torsions(pep, K, M, generator).double().numpy()
         out = []
         for r, t in enumerate(tors):
-            x = pep.forward_kinematics(t, self.templates[pep.sequence])
+            x = pep.forward_kinematics(t, self.templates[pep.key])
             k, m = divmod(r, int(M))
             if refine:
                 out.append(self.refiner.refine(pep, x, k, m))
             else:
                 d = pep.closure_distance(x)
-                out.append(Conformer(x, "H2T", math.nan, math.nan, math.nan, False, d, d, k, m))
+                out.append(Conformer(x, pep.mode, math.nan, math.nan, math.nan, False, d, d, k, m))
         return out
 
     @staticmethod
