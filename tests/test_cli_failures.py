@@ -32,8 +32,14 @@ def toy(monkeypatch: pytest.MonkeyPatch) -> Any:
     def install(methods: Sequence[str]) -> None:
         cfg = {"seeds": 2}
         exp = Experiment(
-            slug=SLUG, claim="toy", rule="toy", methods=methods, baselines=[],
-            configs={"smoke": cfg, "quick": cfg, "full": cfg}, run=_run, decide=_decide,
+            slug=SLUG,
+            claim="toy",
+            rule="toy",
+            methods=methods,
+            baselines=[],
+            configs={"smoke": cfg, "quick": cfg, "full": cfg},
+            run=_run,
+            decide=_decide,
         )
         monkeypatch.setitem(experiment_mod._REGISTRY, SLUG, exp)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
 
+
 def experiment_imports(source: str) -> list[str]:
     """The ``optarium.experiments`` modules that ``source`` imports by an import statement."""
     found = []
@@ -61,4 +62,3 @@ def test_no_test_outside_tests_experiments_imports_an_experiment() -> None:
         "tests of methods import experiment modules; move what they need to the method's family or to "
         f"optarium.problems and import it from there: {offenders}"
     )
-

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -35,6 +37,17 @@ def test_kernels_have_the_requested_form_and_bounds() -> None:
     assert k.base_kernel.nu == 2.5 and k.base_kernel.ard_num_dims == 3
     assert float(k.base_kernel.raw_lengthscale_constraint.upper_bound) == 4.0
     assert float(k.raw_outputscale_constraint.lower_bound) == pytest.approx(0.05)
+    # (lower, inf): a lower bound only, the softplus transform shifted by lower (no upper bound)
+    from gpytorch.constraints import GreaterThan
+
+    lb = matern52_kernel(3, lengthscale_bounds=(0.01, math.inf)).base_kernel
+    assert type(lb.raw_lengthscale_constraint) is GreaterThan
+    with torch.no_grad():
+        lb.raw_lengthscale.fill_(-200.0)
+    assert torch.allclose(lb.lengthscale, torch.full((1, 3), 0.01))
+    with torch.no_grad():
+        lb.raw_lengthscale.fill_(0.0)
+    assert torch.allclose(lb.lengthscale, torch.full((1, 3), 0.01 + math.log(2.0)))
     prior = matern52_kernel(3, prior="dim_scaled")
     assert isinstance(prior, MaternKernel) and prior.lengthscale_prior is not None
     # the kernel is the Matern-5/2 formula

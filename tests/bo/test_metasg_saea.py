@@ -136,18 +136,25 @@ def test_budget_no_duplicates_state_and_determinism() -> None:
     assert bool((gg <= 0).all())
 
 
+@pytest.mark.slow  # six 60-evaluation SAEA runs, about 35 CPU-s
 def test_guidance_beats_random_design_on_toy() -> None:
-    """In 4-D the SAEA reaches a larger feasible hypervolume than as many Latin-hypercube points."""
+    """In 4-D the SAEA (tau = 0) reaches a larger feasible hypervolume than as many Latin-hypercube points,
+    on most of six paired seeds and on average. (At 30 evaluations it does not: it wins on 1-2 of 6 seeds,
+    so the former single-seed check at 30 evaluations held by the seed's luck.)"""
     from optarium.bo.metrics import hypervolume
     from optarium.bo.trust_region import latin_hypercube
 
     ref = torch.tensor([1.1, 2.0], dtype=D64)
     box = torch.tensor([[0.0] * 4, [1.0] * 4], dtype=D64)
-    opt = run_saea(_toy, box, n_objectives=2, n_constr=1, policy=0.0, max_evals=30, q=3, seed=0, n_init=10)
-    x = latin_hypercube(30, 4, generator=torch.Generator().manual_seed(0), dtype=D64)
-    f, g = _toy(x)
-    hv_lhs = hypervolume(f[(g <= 0).all(1)], ref)
-    assert hypervolume(opt.feasible_pareto_y, ref) > hv_lhs
+    diffs = []
+    for seed in range(6):
+        opt = run_saea(
+            _toy, box, n_objectives=2, n_constr=1, policy=0.0, max_evals=60, q=3, seed=seed, n_init=10
+        )
+        x = latin_hypercube(60, 4, generator=torch.Generator().manual_seed(seed), dtype=D64)
+        f, g = _toy(x)
+        diffs.append(float(hypervolume(opt.feasible_pareto_y, ref) - hypervolume(f[(g <= 0).all(1)], ref)))
+    assert sum(d > 0 for d in diffs) >= 4 and sum(diffs) > 0, diffs
 
 
 def test_bad_input() -> None:

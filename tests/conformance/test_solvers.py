@@ -78,8 +78,10 @@ def _toy(broken: str = "") -> SolverCase:
             return {"objective": float((0.5 * a * x * x - b * x).sum()), "grad_norm": float(grad(x).norm())}
 
         for _ in loop.iterate(evaluate):
-            z = torch.randn(x.shape, dtype=x.dtype) if broken == "global_rng" else torch.randn(
-                x.shape, generator=gen, dtype=x.dtype
+            z = (
+                torch.randn(x.shape, dtype=x.dtype)
+                if broken == "global_rng"
+                else torch.randn(x.shape, generator=gen, dtype=x.dtype)
             )
             x = x - lr * (grad(x) + noise * z.to(x))
         out = x.to(torch.float64) if broken == "float64_always" else x

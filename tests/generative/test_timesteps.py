@@ -45,8 +45,9 @@ def test_capped_simplex_projection_matches_a_qp_solve() -> None:
         assert float(s.min()) >= 0 and float(s.max()) <= 1
         assert abs(float(s.sum()) - total) < 1e-9
         z = cvxpy.Variable(n)
-        cvxpy.Problem(cvxpy.Minimize(cvxpy.sum_squares(z - v.numpy())),
-                      [z >= 0, z <= 1, cvxpy.sum(z) == total]).solve()
+        cvxpy.Problem(
+            cvxpy.Minimize(cvxpy.sum_squares(z - v.numpy())), [z >= 0, z <= 1, cvxpy.sum(z) == total]
+        ).solve()
         assert torch.allclose(s, torch.as_tensor(z.value), atol=1e-5)
     batch = torch.randn(4, 7, generator=g, dtype=torch.float32)
     out = capped_simplex_projection(batch, 3.0)
@@ -86,8 +87,9 @@ def test_mask_sampling_counts_endpoints_and_nfe() -> None:
 
     _, nfe = sample(counting, torch.zeros(3, 1, dtype=torch.float64), sched, ABAR, return_nfe=True)
     assert nfe == len(calls) == len(sched) - 1
-    _, nfe = sample(counting, torch.zeros(3, 1, dtype=torch.float64), sched, ABAR, solver="dpmpp2m",
-                    return_nfe=True)
+    _, nfe = sample(
+        counting, torch.zeros(3, 1, dtype=torch.float64), sched, ABAR, solver="dpmpp2m", return_nfe=True
+    )
     assert nfe == len(sched) - 1
 
 
@@ -112,8 +114,11 @@ def test_solvers_and_schedules_agree_with_diffusers() -> None:
     sched = [999, 700, 400, 150, 40, 0]
     for order, solver in ((1, "ddim"), (2, "dpmpp2m")):
         sc = diffusers.DPMSolverMultistepScheduler(
-            num_train_timesteps=1000, beta_schedule="linear", solver_order=order,
-            final_sigmas_type="sigma_min", algorithm_type="dpmsolver++",
+            num_train_timesteps=1000,
+            beta_schedule="linear",
+            solver_order=order,
+            final_sigmas_type="sigma_min",
+            algorithm_type="dpmsolver++",
         )
         sc.set_timesteps(timesteps=sched[:-1])  # export: a list of ints is accepted
         x = x0.clone()
@@ -121,8 +126,11 @@ def test_solvers_and_schedules_agree_with_diffusers() -> None:
             x = sc.step(exact_eps(x, torch.full((32,), int(t))), t, x).prev_sample
         assert torch.allclose(sample(exact_eps, x0, sched, ABAR, solver=solver), x, atol=1e-5)
     for K in (5, 10):
-        for kind, kw in (("karras", {"use_karras_sigmas": True}), ("logsnr", {"use_lu_lambdas": True}),
-                         ("uniform", {"timestep_spacing": "linspace"})):
+        for kind, kw in (
+            ("karras", {"use_karras_sigmas": True}),
+            ("logsnr", {"use_lu_lambdas": True}),
+            ("uniform", {"timestep_spacing": "linspace"}),
+        ):
             sc = diffusers.DPMSolverMultistepScheduler(num_train_timesteps=1000, beta_schedule="linear", **kw)
             sc.set_timesteps(K if kind != "uniform" else K - 1)
             ref = sc.timesteps.tolist() + ([0] if kind == "uniform" else [])
@@ -136,8 +144,9 @@ def test_known_optimum_toy_gaussian() -> None:
     """M = 12, K = 4 (45 subsets): every seed beats time-uniform; the median is near the brute-force
     optimum."""
     cand = torch.linspace(999, 0, 12).round().long().tolist()
-    best = min(ddim_output_w2([cand[0], a, b, cand[-1]])
-               for i, a in enumerate(cand[1:-1]) for b in cand[2 + i: -1])
+    best = min(
+        ddim_output_w2([cand[0], a, b, cand[-1]]) for i, a in enumerate(cand[1:-1]) for b in cand[2 + i : -1]
+    )
     uniform = ddim_output_w2(handcrafted_schedule("uniform", 4, ABAR))
     noise = torch.tensor([[0.0], [1.0]], dtype=torch.float64)
 
@@ -146,8 +155,18 @@ def test_known_optimum_toy_gaussian() -> None:
 
     found = []
     for seed in range(5):
-        res = bilevel_timestep_search(exact_eps, quality_fn=quality, noise=noise, K=4, alphas_cumprod=ABAR,
-                                      candidates=cand, outer_steps=80, lr=0.3, seed=seed, record_every=80)
+        res = bilevel_timestep_search(
+            exact_eps,
+            quality_fn=quality,
+            noise=noise,
+            K=4,
+            alphas_cumprod=ABAR,
+            candidates=cand,
+            outer_steps=80,
+            lr=0.3,
+            seed=seed,
+            record_every=80,
+        )
         found.append(ddim_output_w2(res.x))
         assert res.extras["nfe"] == 3 and len(res.x) == 4
     assert all(w < uniform for w in found), (found, uniform)
@@ -180,7 +199,8 @@ def test_outer_progress_and_inner_isolation() -> None:
     # the R qualities of the first outer step use the pre-update weights: the first step's mean quality is the
     # same with and without inner steps (same seed, same draws)
     assert bil.history.metrics["mean_quality"][1] == pytest.approx(
-        bilevel_timestep_search(model, outer_steps=1, **kw).history.metrics["mean_quality"][1], rel=1e-12)
+        bilevel_timestep_search(model, outer_steps=1, **kw).history.metrics["mean_quality"][1], rel=1e-12
+    )
 
 
 def test_inner_loss_uses_only_selected_timesteps() -> None:
@@ -202,8 +222,7 @@ def test_inner_loss_uses_only_selected_timesteps() -> None:
     ts._inner_loss(Spy(), data, sched, cand, ABAR, "eps", 32, torch.Generator().manual_seed(0))
     assert set(torch.cat(seen).tolist()) <= set(sched)
     seen.clear()
-    ts._inner_loss(Spy(), data, sched, cand, ABAR, "eps+consistency", 32,
-                   torch.Generator().manual_seed(0))
+    ts._inner_loss(Spy(), data, sched, cand, ABAR, "eps+consistency", 32, torch.Generator().manual_seed(0))
     assert set(torch.cat(seen).tolist()) <= set(cand) | set(sched)
 
 
@@ -235,10 +254,12 @@ def test_bad_input() -> None:
         mask.update(mask.sample(), torch.tensor([math.nan] + [0.0] * 7))
     noise = torch.zeros(4, 1, dtype=torch.float64)
     with pytest.raises(FloatingPointError):
-        bilevel_timestep_search(exact_eps, quality_fn=lambda x: math.nan, noise=noise, K=3,
-                                alphas_cumprod=ABAR, outer_steps=1)
+        bilevel_timestep_search(
+            exact_eps, quality_fn=lambda x: math.nan, noise=noise, K=3, alphas_cumprod=ABAR, outer_steps=1
+        )
     with pytest.raises(ValueError, match=r"^solver"):
         sample(exact_eps, noise, [999, 0], ABAR, solver="euler")
     with pytest.raises(ValueError, match=r"^data"):
-        bilevel_timestep_search(exact_eps, quality_fn=lambda x: 0.0, noise=noise, K=3, alphas_cumprod=ABAR,
-                                inner_steps=1)
+        bilevel_timestep_search(
+            exact_eps, quality_fn=lambda x: 0.0, noise=noise, K=3, alphas_cumprod=ABAR, inner_steps=1
+        )

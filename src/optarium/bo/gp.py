@@ -33,6 +33,7 @@ NeurIPS 2020; C. E. Rasmussen and C. K. I. Williams, "Gaussian Processes for Mac
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -52,7 +53,8 @@ def _bounds(name: str, value: Sequence[float] | None) -> tuple[float, float] | N
         return None
     if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 2:
         raise TypeError(f"{name}: must be a (lower, upper) pair or None, got {value!r}")
-    lo, hi = check_positive(name, value[0]), check_positive(name, value[1])
+    lo = check_positive(name, value[0])
+    hi = math.inf if value[1] == math.inf else check_positive(name, value[1])
     if not lo < hi:
         raise ValueError(f"{name}: lower must be < upper, got {value!r}")
     return lo, hi
@@ -76,7 +78,9 @@ def matern52_kernel(
             priors, positive constraints unless bounded); ``"dim_scaled"``: BoTorch's
             ``get_covar_module_with_dim_scaled_prior`` (Matérn-5/2 with the log-normal lengthscale prior
             scaled by :math:`\sqrt d`, no outputscale: :math:`\sigma^2 = 1` on standardised targets).
-        lengthscale_bounds: ``(lower, upper)`` interval constraint on every :math:`\ell_j` (``prior=None``).
+        lengthscale_bounds: ``(lower, upper)`` interval constraint on every :math:`\ell_j` (``prior=None``);
+            ``(lower, math.inf)`` is a lower bound only (GPyTorch's ``GreaterThan``: the softplus transform of
+            its default positive constraint, shifted by ``lower``).
         outputscale_bounds: ``(lower, upper)`` interval constraint on :math:`\sigma^2` (``prior=None``).
 
     Returns:
@@ -92,10 +96,14 @@ def matern52_kernel(
         from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scaled_prior
 
         return get_covar_module_with_dim_scaled_prior(ard_num_dims=d, use_rbf_kernel=False)
-    from gpytorch.constraints import Interval
+    from gpytorch.constraints import GreaterThan, Interval
     from gpytorch.kernels import MaternKernel, ScaleKernel
 
-    base = MaternKernel(nu=2.5, ard_num_dims=d, lengthscale_constraint=None if ls is None else Interval(*ls))
+    if ls is None:
+        ls_constraint = None
+    else:
+        ls_constraint = GreaterThan(ls[0]) if math.isinf(ls[1]) else Interval(*ls)
+    base = MaternKernel(nu=2.5, ard_num_dims=d, lengthscale_constraint=ls_constraint)
     return ScaleKernel(base, outputscale_constraint=None if os_ is None else Interval(*os_))
 
 

@@ -131,9 +131,7 @@ DIGITS_METHODS = tuple(
 )
 DRIFT_METHODS = ("drift:chopped-0.05", "drift:calib-1000", "drift:oracle")
 #: logistic regression on the same digits tasks (``hidden = 0``; issue 23 names it; reported beside the rule)
-LOGREG_METHODS = tuple(
-    f"logreg:{m}" for m in ("chopped-0.05", "oracle", "calib-100", "zero", "digital")
-)
+LOGREG_METHODS = tuple(f"logreg:{m}" for m in ("chopped-0.05", "oracle", "calib-100", "zero", "digital"))
 METHODS = (*LS_METHODS, *DIGITS_METHODS, *DRIFT_METHODS, *LOGREG_METHODS)
 BASELINES = tuple(m for m in METHODS if "chopped" not in m)
 #: the digits rule's "(b, small N)": the smallest N that moves a fresh device measurably (see the docstring)

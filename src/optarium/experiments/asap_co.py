@@ -54,9 +54,10 @@ every arm), gaps to OR-Tools routing
 choosing the first customer from the depot; 100 adaptation steps of batch 16, verdict at step 50);
 baselines ``base`` and ``pomo-aug`` (no nearest-neighbour / 2-opt for CVRP). Metrics are logged as
 ``cvrp:<name>``; the full verdict combines the TSP and CVRP outcomes with ``combine_outcomes``
-(reproduced only if both are). The CVRP block's cost is estimated from measured single-core step times,
-not run: training 0.52 CPU-s per step (~5 min), selection / full adaptation steps 0.19 / 0.37 s (lr choice
-~2 min, adaptation ~3 min), OR-Tools references 150 s: ~13 CPU-min per process that builds the checkpoint.
+(reproduced only if both are). The CVRP block's cost was estimated from measured single-core step times
+before the full ran: training 0.52 CPU-s per step (~5 min), selection / full adaptation steps 0.19 / 0.37 s
+(lr choice ~2 min, adaptation ~3 min), OR-Tools references 150 s: ~13 CPU-min per process that builds the
+checkpoint; the recorded full (2026-12-03, TSP and CVRP) took 28 CPU-min in one process.
 """
 
 from __future__ import annotations
@@ -698,9 +699,7 @@ def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> V
         for other in ARMS:
             e = paired_effect(maml, _at(records, other, int(config["verdict_step"])), better="lower")
             figures.update(e.figures(f"maml_vs_{other}_"))
-            bits.append(
-                f"arm (c) gap({other}) - gap({MAML_ARM}) {e.mean:+.4f} ± {e.se:.4f} (reported)"
-            )
+            bits.append(f"arm (c) gap({other}) - gap({MAML_ARM}) {e.mean:+.4f} ± {e.se:.4f} (reported)")
     if "base:err1_uniform" in figures:
         bits.append(
             "err@1 {:.3f} -> {:.3f}, err@3 {:.3f} -> {:.3f} (uniform -> shift)".format(

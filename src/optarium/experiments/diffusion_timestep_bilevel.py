@@ -100,9 +100,7 @@ KINDS = ("mask", "bilevel", "control", *HANDCRAFTED)
 RING_SETTINGS = ("ddim-k5", "dpmpp2m-k5", "ddim-k10")
 SETTINGS = (*RING_SETTINGS, *(f"digits-{s}" for s in RING_SETTINGS))
 FINETUNED = ("ddim-k5", "digits-ddim-k5")  # the settings with bilevel and the fine-tuned control
-METHODS = tuple(
-    f"{k}@{s}" for s in SETTINGS for k in KINDS if k in ("mask", *HANDCRAFTED) or s in FINETUNED
-)
+METHODS = tuple(f"{k}@{s}" for s in SETTINGS for k in KINDS if k in ("mask", *HANDCRAFTED) or s in FINETUNED)
 METRIC = {"ring": "mmd", "digits": "fd"}
 
 _COMMON: dict[str, Any] = {
@@ -165,13 +163,26 @@ CONFIGS: dict[str, dict[str, Any]] = {
             "classifier": {**_DIGITS["classifier"], "steps": 100},
         },
     },
-    "quick": {**_COMMON, "seeds": 3, "rule": "quick", "outer_steps": 60,
-              "methods": _methods(("ddim-k5",), ("mask", *HANDCRAFTED))},
+    "quick": {
+        **_COMMON,
+        "seeds": 3,
+        "rule": "quick",
+        "outer_steps": 60,
+        "methods": _methods(("ddim-k5",), ("mask", *HANDCRAFTED)),
+    },
     # inner_lr 1e-5 (the low end of the spec's 1e-5..1e-4): plain SGD at 1e-4 on the eps+consistency loss
     # diverged to NaN within 4-10 inner steps on both panels in the reduced full run (the one-step DDIM jump
     # from t = 999 divides by sqrt(abar_999) = 0.0064); 1e-5 stayed finite
-    "full": {**_COMMON, "seeds": 3, "rule": "full", "outer_steps": 100, "inner_lr": 1e-5,
-             "net": {**_COMMON["net"], "steps": 6000}, "methods": list(METHODS), "digits": _DIGITS},
+    "full": {
+        **_COMMON,
+        "seeds": 3,
+        "rule": "full",
+        "outer_steps": 100,
+        "inner_lr": 1e-5,
+        "net": {**_COMMON["net"], "steps": 6000},
+        "methods": list(METHODS),
+        "digits": _DIGITS,
+    },
 }
 
 
@@ -189,6 +200,7 @@ def ring_data(n: int, seed: int) -> torch.Tensor:
 
 def mmd2(x: torch.Tensor, y: torch.Tensor, bandwidth: float, kyy: float | None = None) -> torch.Tensor:
     """Biased (V-statistic) MMD², RBF kernel exp(-|a-b|²/(2 h²)); ``kyy`` = mean k(y, y') if cached."""
+
     def k(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return torch.exp(-torch.cdist(a, b).pow(2) / (2 * bandwidth**2)).mean()
 
@@ -330,11 +342,17 @@ def _kmean(y: torch.Tensor, bw: float) -> float:
 
 def _ring_panel(config: Mapping[str, Any]) -> _Panel:
     train, set_a, set_b, bw, model, kyy_a, kyy_b, abar = _problem(
-        config["data_seed"], config["n_train"], config["n_set_a"], config["n_set_b"],
+        config["data_seed"],
+        config["n_train"],
+        config["n_set_a"],
+        config["n_set_b"],
         tuple(sorted(config["net"].items())),
     )
     return _Panel(
-        train, 2, model, abar,
+        train,
+        2,
+        model,
+        abar,
         quality_a=lambda x: mmd2(x, set_a, bw, kyy_a),
         score_b=lambda x: {"mmd": float(mmd2(x, set_b, bw, kyy_b))},
         constants={},
@@ -354,13 +372,22 @@ def digits_splits(n_a: int, n_b: int, seed: int) -> dict[str, torch.Tensor]:
     x_tr, y_tr, x_ho, y_ho = train_test_split(x, y, (n_a + n_b) / x.shape[0], seed)
     if x_ho.shape[0] != n_a + n_b:  # round() of the fraction
         raise ValueError(f"n_b: split gave {x_ho.shape[0]} held-out rows, not {n_a + n_b}")
-    return {"x_train": x_tr, "y_train": y_tr, "x_a": x_ho[:n_a], "y_a": y_ho[:n_a], "x_b": x_ho[n_a:],
-            "y_b": y_ho[n_a:]}
+    return {
+        "x_train": x_tr,
+        "y_train": y_tr,
+        "x_a": x_ho[:n_a],
+        "y_a": y_ho[:n_a],
+        "x_b": x_ho[n_a:],
+        "y_b": y_ho[n_a:],
+    }
 
 
 @functools.lru_cache(maxsize=2)
 def _digits_problem(
-    data_seed: int, n_a: int, n_b: int, net: tuple[tuple[str, Any], ...],
+    data_seed: int,
+    n_a: int,
+    n_b: int,
+    net: tuple[tuple[str, Any], ...],
     classifier: tuple[tuple[str, Any], ...],
 ) -> Any:
     from optarium.generative.denoiser import linear_alphas_cumprod, train_denoiser
@@ -382,7 +409,10 @@ def _digits_problem(
 def _digits_panel(config: Mapping[str, Any]) -> _Panel:
     dc = config["digits"]
     train, clf, stats_a, stats_b, acc, floor, model, abar = _digits_problem(
-        dc["data_seed"], dc["n_set_a"], dc["n_set_b"], tuple(sorted(dc["net"].items())),
+        dc["data_seed"],
+        dc["n_set_a"],
+        dc["n_set_b"],
+        tuple(sorted(dc["net"].items())),
         tuple(sorted(dc["classifier"].items())),
     )
 
@@ -429,8 +459,9 @@ def run(ctx: Any, method: str, seed: int, config: Mapping[str, Any]) -> None:
     gen_a = torch.Generator().manual_seed(derive_seed(seed, *tag, "A"))
     noise_a = torch.randn(pc["n_search"], panel.dim, generator=gen_a)
     noise_b = [
-        torch.randn(pc["n_eval"], panel.dim,
-                    generator=torch.Generator().manual_seed(derive_seed(seed, *tag, "B", j)))
+        torch.randn(
+            pc["n_eval"], panel.dim, generator=torch.Generator().manual_seed(derive_seed(seed, *tag, "B", j))
+        )
         for j in range(pc["eval_draws"])
     ]
 
@@ -444,8 +475,14 @@ def run(ctx: Any, method: str, seed: int, config: Mapping[str, Any]) -> None:
             return float(panel.quality_a(sample(net, noise_a, schedule, abar, solver=solver)))
 
     def final(step: int, net: Any, schedule: list[int], **extra: float) -> None:
-        ctx.log(step, **{f"{metric}_A": eval_a(net, schedule)}, **eval_b(net, schedule), nfe=K - 1,
-                **panel.constants, **extra)
+        ctx.log(
+            step,
+            **{f"{metric}_A": eval_a(net, schedule)},
+            **eval_b(net, schedule),
+            nfe=K - 1,
+            **panel.constants,
+            **extra,
+        )
 
     M = config["n_candidates"]
     cand = torch.linspace(999, 0, M).round().long().unique_consecutive().tolist()
@@ -453,10 +490,21 @@ def run(ctx: Any, method: str, seed: int, config: Mapping[str, Any]) -> None:
         final(0, model, handcrafted_schedule(kind, K, abar))
         return
     inner = kind in ("bilevel", "control")
-    common = {"quality_fn": panel.quality_a, "noise": noise_a, "K": K, "alphas_cumprod": abar,
-              "candidates": cand, "solver": solver, "n_samples": config["n_samples"], "lr": config["lr"],
-              "seed": derive_seed(seed, *tag, "mask"), "inner_steps": config["inner_steps"] if inner else 0,
-              "inner_lr": config["inner_lr"], "inner": config["inner"], "data": panel.train}
+    common = {
+        "quality_fn": panel.quality_a,
+        "noise": noise_a,
+        "K": K,
+        "alphas_cumprod": abar,
+        "candidates": cand,
+        "solver": solver,
+        "n_samples": config["n_samples"],
+        "lr": config["lr"],
+        "seed": derive_seed(seed, *tag, "mask"),
+        "inner_steps": config["inner_steps"] if inner else 0,
+        "inner_lr": config["inner_lr"],
+        "inner": config["inner"],
+        "data": panel.train,
+    }
     steps = pc["outer_steps"]
     if kind == "control":
         # best hand-crafted schedule on (noise A, set A), then the same fine-tuning budget with its mask fixed
@@ -506,8 +554,11 @@ def _effect(
 
 
 def _constant(records: Sequence[Mapping[str, Any]], key: str) -> float:
-    vals = [float(r[key]) for r in records
-            if isinstance(r.get(key), (int, float)) and r.get("status", "done") == "done"]
+    vals = [
+        float(r[key])
+        for r in records
+        if isinstance(r.get(key), (int, float)) and r.get("status", "done") == "done"
+    ]
     return sum(vals) / len(vals) if vals else math.nan
 
 
@@ -549,8 +600,10 @@ def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> V
             wins.append(eff.n >= 2 and eff.mean > 2 * eff.se)
         ok.append(m >= 0.20 and m > 2 * se and all(wins))
         bad.append(m <= 0)
-        parts.append(f"{name} {metric.upper()} mean 1-rho {m:+.3f} ± {se:.3f} (n={n}), bilevel beats "
-                     f"mask-only/control: {wins}")
+        parts.append(
+            f"{name} {metric.upper()} mean 1-rho {m:+.3f} ± {se:.3f} (n={n}), bilevel beats "
+            f"mask-only/control: {wins}"
+        )
     outcome = "reproduced" if all(ok) else "not reproduced" if any(bad) else "inconclusive"
     return Verdict(outcome, figures, "DDIM K=5 (NFE 4): " + "; ".join(parts) + f" -> {outcome}")
 

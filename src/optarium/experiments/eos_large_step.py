@@ -463,7 +463,9 @@ def _eos_part(stats: Mapping[int, Mapping[str, float]], prefix: str, figures: di
 
 
 def _d_figures(
-    nm: Mapping[int, Mapping[str, float]], ar: Mapping[int, Mapping[str, float]], prefix: str,
+    nm: Mapping[int, Mapping[str, float]],
+    ar: Mapping[int, Mapping[str, float]],
+    prefix: str,
     figures: dict[str, Any],
 ) -> tuple[float, float, int]:
     f_nm = {s: v["F"] for s, v in nm.items()}
@@ -474,8 +476,12 @@ def _d_figures(
     return eff.mean, eff.se, eff.n
 
 
-def _decide_quick(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any], figures: dict[str, Any],
-                  parts: dict[str, str]) -> None:
+def _decide_quick(
+    records: Sequence[Mapping[str, Any]],
+    config: Mapping[str, Any],
+    figures: dict[str, Any],
+    parts: dict[str, str],
+) -> None:
     nm, ar = _eos_stats(records, "mlp-nm"), _eos_stats(records, "mlp-armijo")
     control = _control_ok(records, "mlp-control", config["control_iters"], figures)
     parts["eos"] = _eos_part(nm, "nm_", figures)
@@ -523,8 +529,12 @@ def _decide_quick(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any
             figures[f"{key}_S_T_mean"] = statistics.fmean(finite_s)
 
 
-def _decide_full(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any], figures: dict[str, Any],
-                 parts: dict[str, str]) -> None:
+def _decide_full(
+    records: Sequence[Mapping[str, Any]],
+    config: Mapping[str, Any],
+    figures: dict[str, Any],
+    parts: dict[str, str],
+) -> None:
     stats = {m: _eos_stats(records, m) for m in FULL_MLP}
     control = _control_ok(records, "full-gd1", 10, figures)
     nm, ar = stats["full-nm"], stats["full-armijo"]
@@ -580,9 +590,7 @@ def _decide_full(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]
         if not vals:
             continue
         figures[f"{name}_final_loss_mean"] = statistics.fmean(v["final_loss"] for v in vals.values())
-        figures[f"{name}_S_final_mean"] = (
-            statistics.fmean(s_final[m].values()) if s_final[m] else math.nan
-        )
+        figures[f"{name}_S_final_mean"] = statistics.fmean(s_final[m].values()) if s_final[m] else math.nan
         accs = [v["test_acc"] for v in vals.values() if "test_acc" in v]
         if accs:
             figures[f"{name}_test_acc_mean"] = statistics.fmean(accs)

@@ -590,8 +590,11 @@ def decide(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> V
         dial_o, stab_o, interior_o = outs[0], outs[1], outs[2:]
         if dial_o == "not reproduced" or "not reproduced" in interior_o:
             return "not reproduced"
-        if dial_o == "reproduced" and stab_o == "reproduced" and interior_o and all(
-            o == "reproduced" for o in interior_o
+        if (
+            dial_o == "reproduced"
+            and stab_o == "reproduced"
+            and interior_o
+            and all(o == "reproduced" for o in interior_o)
         ):
             return "reproduced"
         return "inconclusive"

@@ -311,9 +311,7 @@ def sample(
     return (x, nfe) if return_nfe else x
 
 
-def handcrafted_schedule(
-    kind: str, K: int, alphas_cumprod: torch.Tensor, *, rho: float = 7.0
-) -> list[int]:
+def handcrafted_schedule(kind: str, K: int, alphas_cumprod: torch.Tensor, *, rho: float = 7.0) -> list[int]:
     """``K`` decreasing integer timesteps from ``T-1`` to ``0``: ``uniform``, ``quadratic``, ``logsnr``,
     ``karras``.
 
@@ -461,11 +459,24 @@ def bilevel_timestep_search(
         raise ValueError("data: an (n, d) tensor is needed when inner_steps > 0")
     gen = torch.Generator().manual_seed(int(seed))
     mask = TimestepMask(
-        cand, K, lr=lr, n_samples=n_samples, generator=gen, probs=init_probs, scale_lr=scale_lr,
+        cand,
+        K,
+        lr=lr,
+        n_samples=n_samples,
+        generator=gen,
+        probs=init_probs,
+        scale_lr=scale_lr,
         dtype=noise.dtype,
     )
-    loop = SolverLoop(outer_steps, tol=tol, criterion="concentration", time_limit_s=time_limit_s,
-                      objective=None, record_every=record_every, watch=("quality", "concentration"))
+    loop = SolverLoop(
+        outer_steps,
+        tol=tol,
+        criterion="concentration",
+        time_limit_s=time_limit_s,
+        objective=None,
+        record_every=record_every,
+        watch=("quality", "concentration"),
+    )
     net = copy.deepcopy(model) if inner_steps > 0 else model
     if inner_steps > 0:
         for p in net.parameters():
@@ -541,9 +552,16 @@ def _case_solve(*, dtype: torch.dtype, device: Any, seed: int, **overrides: Any)
         return ((x.mean() - 2.0) ** 2 + (x.std() - 0.5) ** 2).sqrt()
 
     kwargs: dict[str, Any] = {
-        "quality_fn": w2, "noise": noise, "K": 4, "alphas_cumprod": abar,
-        "candidates": torch.linspace(999, 0, 12).round().long().tolist(), "outer_steps": 60, "seed": seed,
-        "lr": 0.2, "tol": 1e-2, **overrides,
+        "quality_fn": w2,
+        "noise": noise,
+        "K": 4,
+        "alphas_cumprod": abar,
+        "candidates": torch.linspace(999, 0, 12).round().long().tolist(),
+        "outer_steps": 60,
+        "seed": seed,
+        "lr": 0.2,
+        "tol": 1e-2,
+        **overrides,
     }
     return bilevel_timestep_search(eps, **kwargs)
 
@@ -582,8 +600,13 @@ def solver_cases() -> list[SolverCase]:
             tolerance_holds=_case_tol,
             optimality=_case_gap,
             optimality_tol=0.05,
-            invalid=[({"K": 1}, "K"), ({"n_samples": 1}, "n_samples"), ({"solver": "euler"}, "solver"),
-                     ({"candidates": [0, 5, 9]}, "candidates"), ({"outer_steps": -1}, "outer_steps")],
+            invalid=[
+                ({"K": 1}, "K"),
+                ({"n_samples": 1}, "n_samples"),
+                ({"solver": "euler"}, "solver"),
+                ({"candidates": [0, 5, 9]}, "candidates"),
+                ({"outer_steps": -1}, "outer_steps"),
+            ],
             determinism={"outer_steps": 5, "tol": None},
             stochastic=False,  # the top-K schedule of two seeds may legitimately coincide
             exempt={

@@ -186,8 +186,15 @@ def _dense(op: _CountingOperator, x: torch.Tensor, which: str) -> EigenEstimate:
     return EigenEstimate(float(values[index]), vectors[:, index], op.calls, "dense")
 
 
-def _lanczos(op: _CountingOperator, x: torch.Tensor, which: str, tol: float, maxiter: int | None,
-             v0: torch.Tensor, ncv: int | None) -> EigenEstimate:
+def _lanczos(
+    op: _CountingOperator,
+    x: torch.Tensor,
+    which: str,
+    tol: float,
+    maxiter: int | None,
+    v0: torch.Tensor,
+    ncv: int | None,
+) -> EigenEstimate:
     import numpy as np
     from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
@@ -212,8 +219,9 @@ def _lanczos(op: _CountingOperator, x: torch.Tensor, which: str, tol: float, max
     return EigenEstimate(float(values[0]), vector, op.calls, "lanczos")
 
 
-def _power(op: Callable[[torch.Tensor], torch.Tensor], v: torch.Tensor, tol: float,
-           maxiter: int) -> tuple[float, torch.Tensor]:
+def _power(
+    op: Callable[[torch.Tensor], torch.Tensor], v: torch.Tensor, tol: float, maxiter: int
+) -> tuple[float, torch.Tensor]:
     value = float("nan")
     for _ in range(maxiter):
         w = op(v)

@@ -339,8 +339,9 @@ class NonmonotoneLineSearchGD(DropInOptimizer):
 
     # -- the step -----------------------------------------------------------------------------------------
 
-    def _move(self, params: list[torch.Tensor], saved: list[torch.Tensor], grads: list[torch.Tensor],
-              eta: float) -> None:
+    def _move(
+        self, params: list[torch.Tensor], saved: list[torch.Tensor], grads: list[torch.Tensor], eta: float
+    ) -> None:
         """Set the parameters to ``saved - eta * grads`` (the same arithmetic on both paths)."""
         if self.foreach is False:
             for p, x, g in zip(params, saved, grads, strict=True):
@@ -456,8 +457,15 @@ class NonmonotoneLineSearchGD(DropInOptimizer):
             group["lr"] = eta
         return loss
 
-    def _initial(self, hp: dict[str, Any], st: dict[str, Any], params: list[torch.Tensor],
-                 grads: list[torch.Tensor], f_k: float, gnorm2: float) -> float:
+    def _initial(
+        self,
+        hp: dict[str, Any],
+        st: dict[str, Any],
+        params: list[torch.Tensor],
+        grads: list[torch.Tensor],
+        f_k: float,
+        gnorm2: float,
+    ) -> float:
         polyak = (f_k - hp["f_star"]) / (hp["c_p"] * gnorm2) if gnorm2 > 0 else math.inf
         if hp["init"] == "polyak" or st["k"] == 0 or not math.isfinite(st["eta"]):
             return polyak
@@ -602,9 +610,11 @@ class AdGD(DropInOptimizer):
         foreach: bool | None = None,
         nonfinite: str = "raise",
     ) -> None:
-        defaults = {"lr": check_lr(lr), "a": check_positive("a", a), "eta_max": check_positive(
-            "eta_max", eta_max, allow_inf=True
-        )}
+        defaults = {
+            "lr": check_lr(lr),
+            "a": check_positive("a", a),
+            "eta_max": check_positive("eta_max", eta_max, allow_inf=True),
+        }
         if foreach is not None:
             check_type("foreach", foreach, bool)
         self.foreach = foreach
