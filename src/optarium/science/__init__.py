@@ -12,7 +12,10 @@ from optarium.science.muco import (
     TorsionFlow,
     closure_ok,
     detect_topology,
+    dssp_reduced,
     etkdg_conformers,
+    secondary_structure,
+    ss_entropy,
 )
 
 __all__ = [
@@ -23,5 +26,8 @@ __all__ = [
     "TorsionFlow",
     "closure_ok",
     "detect_topology",
+    "dssp_reduced",
     "etkdg_conformers",
+    "secondary_structure",
+    "ss_entropy",
 ]
