@@ -86,7 +86,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 import time
@@ -286,24 +285,20 @@ def _pretrained(config: Mapping[str, Any], seed: int) -> dict[str, torch.Tensor]
     """
     import hashlib
 
+    from optarium._core.cache import load_cached, store_cached
+
     key = (json.dumps([config[k] for k in _PRETRAIN_KEYS], sort_keys=True), seed)
     if key not in _PRETRAINED and config.get("pretrain_cache", False):
         ident = json.dumps([key[0], seed, torch.__version__, _PRETRAIN_VERSION, _pretrain_source_hash()])
         path = _cache_dir() / f"{hashlib.sha256(ident.encode()).hexdigest()[:32]}.pt"
-        if path.exists():
-            try:
-                _PRETRAINED[key] = torch.load(path, map_location="cpu", weights_only=True)
-            except (OSError, RuntimeError, EOFError):  # a damaged file: recompute and overwrite
-                pass
-        if key not in _PRETRAINED:
+        stored = load_cached(
+            path, lambda p: torch.load(p, map_location="cpu", weights_only=True), (RuntimeError, EOFError)
+        )
+        if stored is not None:
+            _PRETRAINED[key] = stored
+        else:
             state = _pretrain(config, seed)
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".tmp{os.getpid()}")
-                torch.save(state, tmp)
-                os.replace(tmp, path)
-            except OSError:  # a read-only cache is no error; the in-process cache still holds it
-                pass
+            store_cached(path, lambda p: torch.save(state, p))  # read-only: the in-process cache holds it
             _PRETRAINED[key] = state
     if key not in _PRETRAINED:
         _PRETRAINED[key] = _pretrain(config, seed)

@@ -338,7 +338,6 @@ def _candidate_runs(config: Mapping[str, Any], k: int) -> dict[str, float]:
     "<problem>_e<e>_n_feasible": count}``, computed once per configuration (in-process; with
     ``config["meta_cache"]`` also on disk, written atomically, so spawned workers and later runs reuse it)."""
     import hashlib
-    import os
 
     import torch
 
@@ -347,16 +346,14 @@ def _candidate_runs(config: Mapping[str, Any], k: int) -> dict[str, float]:
         return _CANDIDATE_RUNS[key]
     path = None
     if config.get("meta_cache", False):
-        from optarium._core.cache import cache_root
+        from optarium._core.cache import cache_root, load_cached
 
         ident = json.dumps([key[0], k, torch.__version__, _META_VERSION, _code_hash()])
         path = cache_root("metasg-saea") / f"{hashlib.sha256(ident.encode()).hexdigest()[:32]}.json"
-        if path.exists():
-            try:
-                _CANDIDATE_RUNS[key] = {k2: float(v) for k2, v in json.loads(path.read_text()).items()}
-                return _CANDIDATE_RUNS[key]
-            except (OSError, ValueError):  # a damaged file: recompute and overwrite
-                pass
+        stored = load_cached(path, lambda p: {k2: float(v) for k2, v in json.loads(p.read_text()).items()})
+        if stored is not None:
+            _CANDIDATE_RUNS[key] = stored
+            return stored
     from optarium._core.seeding import derive_seed
     from optarium.bo.metasg_saea import schedule_candidates
 
@@ -374,13 +371,9 @@ def _candidate_runs(config: Mapping[str, Any], k: int) -> dict[str, float]:
             out[f"{name}_e{e}_jitter_fallbacks"] = float(fallbacks)
     _CANDIDATE_RUNS[key] = out
     if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_text(json.dumps(out, allow_nan=True))
-            os.replace(tmp, path)
-        except OSError:  # a read-only cache only costs time
-            pass
+        from optarium._core.cache import store_cached
+
+        store_cached(path, lambda p: p.write_text(json.dumps(out, allow_nan=True)))
     return out
 
 

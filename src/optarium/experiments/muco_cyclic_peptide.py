@@ -270,17 +270,18 @@ def reference_ensemble(
     (``muco-cyclic-peptide/ref-<sha>.npz``, the SHA-256 of the sequence, mode, sizes, the RDKit version and
     the generating code's source, written atomically), so a run reads what :func:`build_references` wrote.
     """
-    import os
-
+    from optarium._core.cache import load_cached, store_cached
     from optarium.science.muco import CyclicPeptide, ForceFieldRefiner, etkdg_conformers
 
     path = _reference_path(seq, mode, n_ref, max_steps) if cache else None
-    if path is not None and path.exists():
-        try:
-            with np.load(path) as z:
-                return z["coords"], z["energy"], int(z["n_embedded"])
-        except (OSError, ValueError, KeyError):  # a damaged file: recompute and overwrite
-            pass
+
+    def _load(p: Any) -> tuple[np.ndarray, np.ndarray, int]:
+        with np.load(p) as z:
+            return z["coords"], z["energy"], int(z["n_embedded"])
+
+    stored = load_cached(path, _load, (KeyError,)) if path is not None else None
+    if stored is not None:
+        return stored
     pep = CyclicPeptide(seq, mode)
     ref = ForceFieldRefiner(restraint_weight=0.0, max_steps=max_steps)
     starts = etkdg_conformers(pep, n_ref, derive_seed(0, "muco-ref", seq, mode) % 2**31)
@@ -292,11 +293,10 @@ def reference_ensemble(
         )
     coords = np.stack([c.coords for c in ok])
     energy = np.array([c.energy for c in ok])
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
-        np.savez(tmp, coords=coords, energy=energy, n_embedded=len(starts))
-        os.replace(tmp, path)
+    if path is not None:  # np.savez appends .npz to a name without it: give the temporary file one
+        store_cached(
+            path, lambda p: np.savez(p, coords=coords, energy=energy, n_embedded=len(starts)), ".npz"
+        )
     return coords, energy, len(starts)
 
 
