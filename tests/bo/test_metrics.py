@@ -1,11 +1,18 @@
-"""Multi-objective metrics: EMD (exact hand values, limits, POT bound), hypervolume, pieces hit."""
+"""Multi-objective metrics: EMD (exact hand values, limits, POT bound), hypervolume, hypervolume improvement,
+pieces hit."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from optarium.bo.metrics import expected_minimum_distance, hypervolume, pieces_hit, rediscovery_ratio
+from optarium.bo.metrics import (
+    expected_minimum_distance,
+    hypervolume,
+    hypervolume_improvement,
+    pieces_hit,
+    rediscovery_ratio,
+)
 
 
 def test_emd_zero_when_evaluated_contains_pareto_set_and_exact_on_hand_example() -> None:
@@ -69,6 +76,41 @@ def test_hypervolume_agrees_with_pymoo() -> None:
     Y = torch.rand(30, 3, generator=g, dtype=torch.float64)
     ref = torch.full((3,), 1.1, dtype=torch.float64)
     assert hypervolume(Y, ref) == pytest.approx(float(HV(ref_point=ref.numpy())(Y.numpy())), rel=1e-10)
+
+
+def test_hypervolume_improvement_hand_values_and_dominated_candidates_add_exactly_zero() -> None:
+    front = torch.tensor([[1.0, 3.0], [2.0, 2.0], [3.0, 1.0]], dtype=torch.float64)
+    ref = torch.tensor([4.0, 4.0], dtype=torch.float64)
+    cand = torch.tensor(
+        [[1.5, 1.5], [0.0, 0.0], [2.5, 2.5], [2.0, 2.0], [5.0, 0.0], [3.5, 0.5]], dtype=torch.float64
+    )
+    # (1.5, 1.5): its box 2.5 x 2.5 minus the front's part of it, 0.5 x 1 + 1 x 2 + 1 x 2.5
+    want = torch.tensor([1.25, 10.0, 0.0, 0.0, 0.0, 0.25], dtype=torch.float64)
+    got = hypervolume_improvement(front, cand, ref)
+    assert torch.allclose(got, want, atol=1e-14, rtol=0)
+    assert got[2] == 0.0 and got[3] == 0.0  # dominated / duplicate: exactly zero, no rounding residue
+    assert torch.equal(hypervolume_improvement(front[:0], cand[:2], ref), torch.tensor([6.25, 16.0]).double())
+
+
+@pytest.mark.parametrize("m", [2, 3])
+def test_hypervolume_improvement_equals_the_hypervolume_difference(m: int) -> None:
+    g = torch.Generator().manual_seed(m)
+    ref = torch.full((m,), 1.05, dtype=torch.float64)
+    for n in (0, 1, 6):
+        F = torch.rand(n, m, generator=g, dtype=torch.float64)
+        C = torch.rand(12, m, generator=g, dtype=torch.float64) * 1.3 - 0.1  # some beyond ref, some dominated
+        base = hypervolume(F, ref) if n else 0.0
+        want = torch.tensor(
+            [hypervolume(torch.cat([F, c[None]]), ref) - base for c in C], dtype=torch.float64
+        )
+        got = hypervolume_improvement(F, C, ref)
+        assert got.dtype == C.dtype and got.shape == (12,)
+        assert torch.allclose(got, want, atol=1e-12, rtol=0)
+        assert torch.equal(got == 0, want == 0)
+    with pytest.raises(ValueError, match=r"^candidates"):
+        hypervolume_improvement(F, C[:, :1], ref)
+    with pytest.raises(ValueError, match=r"^ref_point"):
+        hypervolume_improvement(F, C, ref[:1])
 
 
 def test_pieces_hit_counts_labels_within_radius_and_rediscovery() -> None:

@@ -21,9 +21,11 @@ from optarium.science.muco import (
     cyclic_distance,
     detect_topology,
     etkdg_conformers,
+    fold_pi_symmetric,
     shannon_entropy,
     torus_interpolate,
     torus_target_velocity,
+    unfold_pi_symmetric,
     wrap_angle,
 )
 
@@ -213,6 +215,58 @@ def test_flow_learns_a_point_mass_across_the_seam() -> None:
     s = flow.sample(torch.zeros(200, 0), torch.Generator().manual_seed(1))
     err = wrap_angle(s - x1[:200]).abs()
     assert float(err.median()) < 0.2
+
+
+def test_pi_symmetric_chi_is_the_aromatic_ring_flip(pep: CyclicPeptide, minimised: list[Conformer]) -> None:
+    sym = pep.pi_symmetric_mask()
+    assert sym.shape == (4 * 6,) and np.flatnonzero(sym).tolist() == [2 * 4 + 1]  # GAFKDA: Phe chi2 only
+    # physically a symmetry: a ring flip (chi2 + pi) leaves the MMFF energy unchanged up to the template's
+    # slight ring asymmetry, a quarter turn does not
+    ref, nb = ForceFieldRefiner(), pep.n_backbone
+    for c in minimised:
+        t, e0 = pep.get_torsions(c.coords), ref.energy(pep, c.coords)
+        de = {}
+        for d in (math.pi, math.pi / 2):
+            t2 = t.copy()
+            t2[nb:][sym] += d
+            de[d] = ref.energy(pep, pep.forward_kinematics(t2, c.coords)) - e0
+        assert abs(de[math.pi]) < 0.5 and de[math.pi / 2] > 5.0, de
+
+
+def test_fold_pi_symmetric_identifies_chi_and_chi_plus_pi() -> None:
+    g = torch.Generator().manual_seed(0)
+    chi = (torch.rand(50, 6, generator=g, dtype=torch.float64) * 2 - 1) * math.pi
+    sym = torch.tensor([False, True, False, False, True, False])
+    a, b = fold_pi_symmetric(chi, sym), fold_pi_symmetric(wrap_angle(chi + math.pi), sym)
+    assert torch.allclose(wrap_angle(a - b)[:, sym], torch.zeros(50, 2, dtype=torch.float64), atol=1e-12)
+    assert torch.equal(a[:, ~sym], chi[:, ~sym])
+    back = unfold_pi_symmetric(a, sym)
+    assert back[:, sym].abs().max() <= math.pi / 2 + 1e-12
+    # the representative differs from chi by 0 or pi
+    assert torch.allclose(torch.sin(back - chi), torch.zeros_like(chi), atol=1e-12)
+
+
+def test_stage_two_treats_a_ring_flip_as_the_same_target(
+    pep: CyclicPeptide, minimised: list[Conformer]
+) -> None:
+    sym = pep.pi_symmetric_mask()
+    flipped = []
+    for c in minimised:
+        t = pep.get_torsions(c.coords)
+        t[pep.n_backbone :][sym] += math.pi
+        flipped.append(pep.forward_kinematics(t, c.coords))
+
+    def losses(confs: list[np.ndarray]) -> list[float]:
+        torch.manual_seed(0)
+        model = MuCO(pep.length, ForceFieldRefiner(max_steps=20), width=16, steps=4)
+        res = model.fit([(pep, confs)], epochs=3, generator=torch.Generator().manual_seed(0))
+        return res.history.metrics["sidechain_loss"]
+
+    a, b = losses([c.coords for c in minimised]), losses(flipped)
+    assert np.allclose(a, b, rtol=1e-4, atol=1e-5)
+    model = _tiny_model(pep, minimised)
+    chi2 = model.sample_torsions(pep, 3, 4, torch.Generator().manual_seed(2))[:, pep.n_backbone :][:, sym]
+    assert chi2.abs().max() <= math.pi / 2 + 1e-6
 
 
 def test_determinism(pep: CyclicPeptide, minimised: list[Conformer]) -> None:

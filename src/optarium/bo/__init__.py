@@ -53,7 +53,13 @@ from optarium.bo.metasg_saea import (
     schedule_candidates,
     train_region_policy,
 )
-from optarium.bo.metrics import expected_minimum_distance, hypervolume, pieces_hit, rediscovery_ratio
+from optarium.bo.metrics import (
+    expected_minimum_distance,
+    hypervolume,
+    hypervolume_improvement,
+    pieces_hit,
+    rediscovery_ratio,
+)
 from optarium.bo.minimize import make_strategy, minimize
 from optarium.bo.mo_problems import SYMPART, MOProblem, OmniTest, pool_pareto_set, sobol_pool
 from optarium.bo.optuna_sampler import asktell_sampler, pom_sampler, turbo_enn_sampler
@@ -143,6 +149,7 @@ __all__ = [
     "goldstein_price",
     "hyperparameter_state",
     "hypervolume",
+    "hypervolume_improvement",
     "joint_posterior_samples",
     "ks_uniform",
     "latin_hypercube",

@@ -72,6 +72,7 @@ import torch
 from optarium._core.asktell import AskTellStrategy
 from optarium._core.pareto import non_dominated
 from optarium._core.validation import check_choice, check_int, check_type
+from optarium.bo.metrics import hypervolume_improvement
 
 __all__ = [
     "ConditionalDiffusionPrior",
@@ -238,12 +239,6 @@ def _sbx_pm(P: torch.Tensor, g: torch.Generator, eta_c: float = 15.0, eta_m: flo
     mut = torch.rand(n, d, generator=g, dtype=P.dtype) < 1.0 / d
     delta = torch.where(um < 0.5, (2 * um) ** (1 / (eta_m + 1)) - 1, 1 - (2 * (1 - um)) ** (1 / (eta_m + 1)))
     return torch.where(mut, C + delta, C).clamp(0.0, 1.0)
-
-
-def _hv2d_or_general(front: torch.Tensor, ref: torch.Tensor) -> float:
-    from optarium.bo.metrics import hypervolume
-
-    return hypervolume(front, ref) if front.shape[0] else 0.0
 
 
 # ----------------------------------------------------------------------------------------- diffusion prior
@@ -719,11 +714,7 @@ class MetaSGSAEA(AskTellStrategy):
                 pool = avail.nonzero().squeeze(1)
                 best = int(pool[torch.argmin(lam_hat[pool] - 1e-9 * unc[pool])])
             else:
-                base = _hv2d_or_general(front, ref)
-                hvi = torch.tensor(
-                    [_hv2d_or_general(torch.cat([front, mu[i : i + 1]]), ref) - base for i in pool.tolist()],
-                    dtype=self.dtype,
-                )
+                hvi = hypervolume_improvement(front, mu[pool], ref)
                 top = hvi.max()
                 if top <= 0:
                     best = int(pool[torch.argmax(unc[pool])])

@@ -4,7 +4,9 @@ is tree-structured K x M sampling non-inferior to independent draws?
 Paper: Wang et al., "Generative Peptide Cyclization Empowered by Multi-stage Conformation Optimization",
 arXiv 2602.11189 (method: :mod:`optarium.science.muco`). The paper's claim (CPSea, CHARMM36): three stages
 (generative backbone, generative side chains, force-field refinement from many samples) give low-energy,
-diverse, closed cyclic conformers, and the tree-structured K x M sampling is efficient.
+diverse, closed cyclic conformers, and the tree-structured K x M sampling is efficient. The generative stages
+here (tiny torsional flows on the open chain's torsions, forward kinematics from a template conformer) are
+reconstructions, not the paper's models; see :mod:`optarium.science.muco`.
 
 **Quick problem** (the spec's quick scale, reduced to fit 60 CPU-s; unchanged since it was recorded). Each
 seed is one random head-to-tail cyclic peptide (no Pro/Cys/Trp, length 5); its reference ensemble is ETKDGv3

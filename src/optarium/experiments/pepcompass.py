@@ -2,7 +2,8 @@ r"""PepCompass in silico: does kappa-stable pull-back geometry make local peptid
 seed discovery (PoGS) better than the same procedures with Euclidean latent geometry?
 
 Paper: Możejko et al., "PepCompass: Navigating Peptide Embedding Spaces Using Riemannian Geometry",
-arXiv:2510.01988 (method: :mod:`optarium.bo.latent`). The paper's claim (in vitro): geometry-aware exploration
+arXiv:2510.01988 (method: :mod:`optarium.bo.latent`; only the abstract and introduction were found, so
+every formula of the method is our reconstruction). The paper's claim (in vitro): geometry-aware exploration
 finds better peptides more efficiently than Euclidean latent exploration; PoGS yields 4 novel seeds,
 LE-BO turns them into 25 highly active peptides. Wet-lab claims cannot be reproduced; this is an
 **in-silico proxy**.

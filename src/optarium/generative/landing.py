@@ -36,6 +36,9 @@ Training (:meth:`LandingDiffusion.fit`): the path-matching loss on forward paths
 
 Deviations / reconstructions (all from the spec, none from the paper text):
 
+- ``time_subsample`` (``k`` random steps per path, rescaled by ``N / k``) and the explicit-landing guard
+  :math:`\alpha\sigma_{max}^2|\Delta t|<1` (``ValueError`` otherwise) are the spec's additions; the official
+  code has neither;
 - the projection is the generic Gauss-Newton projection for every set, also on S^2 (the official Sphere
   class uses a closed-form retraction);
 - the sign convention of the underdamped reverse step is the spec's (signed :math:`\Delta t`); with

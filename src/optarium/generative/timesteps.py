@@ -30,7 +30,9 @@ text:
   inner update is a plain gradient step :math:`\theta\leftarrow\theta-\beta\nabla_\theta L_{in}`
   (``inner_lr`` :math:`=\beta`);
 - output: the top-:math:`(K-2)` interior candidates of :math:`s` plus the endpoints, and the fine-tuned
-  weights.
+  weights;
+- defaults (``n_samples`` R = 8 masks per outer step, ``lr`` 0.05, the ``inner_lr`` range the experiments
+  use) are the spec's suggestions too, not the paper's.
 
 The hypergradient estimators of :mod:`optarium.bilevel` (implicit differentiation, unrolling) need the outer
 objective to be differentiable in the outer variable through the inner solution; here the outer variable is

@@ -24,8 +24,11 @@ What is implemented here, and every deviation from the paper (a heavily scaled-d
   one-hot sequence, stage 2 on up to four chi angles per residue conditioned on the sequence and the stage-1
   torsions. The geodesic interpolant on the torus and the constant geodesic target velocity ``wrap(x1 - x0)``
   are the paper's; the loss is unweighted (the paper's ``w(t) = (1-t)^-2`` weighting of the ``(x1-x_t)/(1-t)``
-  target is the same target rescaled) and the pi-symmetry of aromatic chi2 is not used (not done). Sampling
-  integrates the learned field with Euler steps.
+  target is the same target rescaled). Angles of pi-symmetric side chains (Phe, Tyr chi2:
+  :data:`PI_SYMMETRIC_CHI`) are compared modulo pi as in the paper: stage 2 learns them as the doubled angle
+  ``wrap(2 chi)`` (:func:`fold_pi_symmetric`), so a ring flip is the same training target, and a sample is
+  mapped back to ``chi = theta / 2`` (:func:`unfold_pi_symmetric`). Sampling integrates the learned field with
+  Euler steps.
 * **Forward kinematics [suggested by the spec].** The sampled torsions are set on the *open* chain (the cyclic
   peptide with its head-to-tail bond removed) starting from a template conformer that supplies bond lengths
   and angles; the closing bond is then present again in the molecule that stage 3 minimises. Ring closure is
@@ -50,8 +53,8 @@ What is implemented here, and every deviation from the paper (a heavily scaled-d
   ``"repo"`` (default): d <= 1.43 A (2.15 A for disulfides). The MMFF94 target amide length is 1.38 A (MMFF's
   amide C-N is longer than CHARMM's 1.33 A). A heavy-atom clash (non-bonded heavy atoms more than three bonds
   apart closer than ``clash_distance``) also fails a sample.
-* **Not done.** CHARMM36 / OpenMM stage 3 (needs custom residue templates for the closing bonds), the
-  pi-symmetry of aromatic chi2 in the stage-2 loss, any learned SE(3) frame model.
+* **Not done.** CHARMM36 / OpenMM stage 3 (needs custom residue templates for the closing bonds), any learned
+  SE(3) frame model.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ from torch import Tensor, nn
 __all__ = [
     "CANONICAL",
     "MODES",
+    "PI_SYMMETRIC_CHI",
     "SS_CLASSES",
     "Conformer",
     "CyclicPeptide",
@@ -80,12 +84,14 @@ __all__ = [
     "dssp_hbond_energy",
     "dssp_reduced",
     "etkdg_conformers",
+    "fold_pi_symmetric",
     "mdtraj_available",
     "secondary_structure",
     "shannon_entropy",
     "ss_entropy",
     "torus_interpolate",
     "torus_target_velocity",
+    "unfold_pi_symmetric",
     "wrap_angle",
 ]
 
@@ -95,6 +101,10 @@ MMFF_AMIDE_CN = 1.38  # Angstrom, MMFF94's closing amide length (spec test 4)
 DISULFIDE_SS = 2.05
 _BACKBONE_NAMES = {"N", "CA", "C", "O", "OXT"}
 MAX_CHI = 4
+# chi slots (0-based) whose rotation by pi maps the residue onto itself: the aromatic ring flip of Phe and
+# Tyr chi2 (the paper's "pi-symmetric side chains (e.g. Phe, Tyr)"). Asp/Glu carboxyls are not listed: here
+# they are neutral (one O carries the H) or, in K2DE, the isopeptide partner, so their flip is not a symmetry.
+PI_SYMMETRIC_CHI: dict[str, tuple[int, ...]] = {"F": (1,), "Y": (1,)}
 
 
 # ----------------------------------------------------------------------------------------- geometry helpers
@@ -112,6 +122,18 @@ def torus_interpolate(x0: Tensor, x1: Tensor, t: Tensor) -> Tensor:
 def torus_target_velocity(x_t: Tensor, x1: Tensor, t: Tensor) -> Tensor:
     """Conditional target velocity ``wrap(x1 - x_t) / (1 - t)`` of the geodesic path."""
     return wrap_angle(x1 - x_t) / (1.0 - t).clamp_min(1e-6)
+
+
+def fold_pi_symmetric(chi: Tensor, sym: Tensor) -> Tensor:
+    """Angles defined modulo pi (``sym`` true) mapped to the full circle by doubling, ``wrap(2 chi)``, so
+    that ``chi`` and ``chi + pi`` are one point of the torus the stage-2 flow lives on; others unchanged."""
+    return torch.where(sym, wrap_angle(2 * chi), chi)
+
+
+def unfold_pi_symmetric(theta: Tensor, sym: Tensor) -> Tensor:
+    """Inverse of :func:`fold_pi_symmetric` on its image: ``theta / 2`` (one representative, in
+    ``(-pi/2, pi/2]``) where ``sym`` is true."""
+    return torch.where(sym, theta / 2, theta)
 
 
 def cyclic_distance(i: Tensor | int, j: Tensor | int, length: int) -> Tensor:
@@ -286,6 +308,16 @@ class CyclicPeptide:
             if not kids:
                 return path
             path.append(kids[0])
+
+    def pi_symmetric_mask(self) -> np.ndarray:
+        """Boolean mask over the ``4 L`` chi slots of the angles defined only modulo pi
+        (:data:`PI_SYMMETRIC_CHI`, where the slot exists)."""
+        _, mask = self.torsion_layout()
+        sym = np.zeros(MAX_CHI * self.length, dtype=bool)
+        for r, aa in enumerate(self.sequence):
+            for c in PI_SYMMETRIC_CHI.get(aa, ()):
+                sym[r * MAX_CHI + c] = True
+        return sym & mask[self.n_backbone :]
 
     @property
     def n_backbone(self) -> int:
@@ -825,18 +857,20 @@ class MuCO:
         self, data: list[tuple[CyclicPeptide, list[np.ndarray]]], epochs: int, generator: torch.Generator
     ) -> Any:
         """Train both flows on reference conformers; returns a ``Result`` with the losses as a ``Trace``."""
-        xs, conds, masks = [], [], []
+        xs, conds, masks, syms = [], [], [], []
         for pep, confs in data:
             self._check(pep)
             self.templates.setdefault(pep.key, confs[0])
             _, mask = pep.torsion_layout()
+            sym = torch.as_tensor(pep.pi_symmetric_mask())
             for c in confs:
                 xs.append(torch.as_tensor(pep.get_torsions(c), dtype=torch.float32))
                 conds.append(pep.one_hot())
                 masks.append(torch.as_tensor(mask, dtype=torch.float32))
+                syms.append(sym)
         x, cond, mask = torch.stack(xs), torch.stack(conds), torch.stack(masks)
         nb = 3 * (self.length - 1)
-        xb, xc = x[:, :nb], x[:, nb:]
+        xb, xc = x[:, :nb], fold_pi_symmetric(x[:, nb:], torch.stack(syms))
         lb = self.backbone.fit(xb, cond, mask[:, :nb], epochs, generator)
         cc = torch.cat([cond, torch.cos(xb), torch.sin(xb)], dim=-1)
         lc = self.sidechain.fit(xc, cc, mask[:, nb:], epochs, generator)
@@ -851,7 +885,7 @@ class MuCO:
         xb = self.backbone.sample(cond, generator).repeat_interleave(int(M), dim=0)
         cc = torch.cat([pep.one_hot().expand(xb.shape[0], -1), torch.cos(xb), torch.sin(xb)], dim=-1)
         xc = self.sidechain.sample(cc, generator)
-        return torch.cat([xb, xc], dim=-1)
+        return torch.cat([xb, unfold_pi_symmetric(xc, torch.as_tensor(pep.pi_symmetric_mask()))], dim=-1)
 
     def sample(
         self, pep: CyclicPeptide, K: int, M: int, generator: torch.Generator, refine: bool = True
