@@ -11,6 +11,8 @@ import torch
 pytest.importorskip("rdkit", reason="rdkit is in the science extra")
 
 from optarium.science.muco import (
+    CHARMM_AMIDE_CN,
+    DISULFIDE_SS,
     KCAL_PER_KJ,
     Conformer,
     CyclicPeptide,
@@ -130,6 +132,33 @@ def test_refiner_flags_open_ring_as_failure(pep: CyclicPeptide, minimised: list[
     c = ForceFieldRefiner(max_steps=1).refine(pep, x)
     assert c.closure_after > 1.43 and not c.success
     assert MuCO.best([c]) is None
+
+
+def test_charmm36_stage3_closes_rings_at_charmm_lengths_with_an_exact_harmonic_anchor(
+    pep: CyclicPeptide,
+) -> None:
+    pytest.importorskip("openmm", reason="openmm (CHARMM36) is in the science extra")
+    ref = ForceFieldRefiner(forcefield="charmm36", success_rule="paper")
+    w = ref.restraint_weight * KCAL_PER_KJ  # kcal/mol/A^2
+    for x in etkdg_conformers(pep, 1, seed=7):
+        c = ref.refine(pep, x)
+        # spec test 4: CHARMM36's closing amide is 1.33 +- 0.05 A (MMFF94's 1.38)
+        assert c.success and abs(c.closure_after - CHARMM_AMIDE_CN) <= 0.05, c.closure_after
+        assert c.objective < c.objective_start and math.isfinite(c.energy)
+        # the restraint is exactly w/2 sum |x - x~|^2 over heavy atoms, in the same kcal/mol as the energy
+        d2 = ((c.coords[pep.heavy] - x[pep.heavy]) ** 2).sum()
+        assert c.objective - c.energy == pytest.approx(0.5 * w * d2, rel=1e-6, abs=1e-8)
+        assert ref.energy(pep, c.coords) == pytest.approx(c.energy, rel=1e-9)
+        again = ref.refine(pep, x)
+        assert np.array_equal(again.coords, c.coords)  # deterministic
+    c2c = CyclicPeptide("CAGFAC", "C2C")
+    c = ref.refine(c2c, etkdg_conformers(c2c, 1, seed=3)[0])
+    assert c.success and c.mode == "C2C" and abs(c.closure_after - DISULFIDE_SS) <= 0.1
+    k2de = CyclicPeptide("KAGFAD", "K2DE")
+    with pytest.raises(ValueError, match="K2DE"):
+        ref.refine(k2de, np.zeros((k2de.mol.GetNumAtoms(), 3)))
+    with pytest.raises(ValueError, match=r"^forcefield"):
+        ForceFieldRefiner(forcefield="amber")
 
 
 def test_topology_priority() -> None:
