@@ -94,6 +94,9 @@ def test_hypervolume_improvement_hand_values_and_dominated_candidates_add_exactl
 
 @pytest.mark.parametrize("m", [2, 3])
 def test_hypervolume_improvement_equals_the_hypervolume_difference(m: int) -> None:
+    pytest.importorskip("pymoo", reason="pymoo (pinned 0.6.2) HV indicator is the independent reference")
+    from pymoo.indicators.hv import HV
+
     g = torch.Generator().manual_seed(m)
     ref = torch.full((m,), 1.05, dtype=torch.float64)
     for n in (0, 1, 6):
@@ -103,9 +106,14 @@ def test_hypervolume_improvement_equals_the_hypervolume_difference(m: int) -> No
         want = torch.tensor(
             [hypervolume(torch.cat([F, c[None]]), ref) - base for c in C], dtype=torch.float64
         )
+        # pymoo's hypervolume, an implementation independent of the m = 3 fallback (which uses BoTorch's)
+        hv = HV(ref_point=ref.numpy())
+        hv0 = float(hv(F.numpy())) if n else 0.0
+        pym = torch.tensor([float(hv(torch.cat([F, c[None]]).numpy())) - hv0 for c in C], dtype=torch.float64)
         got = hypervolume_improvement(F, C, ref)
         assert got.dtype == C.dtype and got.shape == (12,)
         assert torch.allclose(got, want, atol=1e-12, rtol=0)
+        assert torch.allclose(got, pym, atol=1e-10, rtol=0)
         assert torch.equal(got == 0, want == 0)
     with pytest.raises(ValueError, match=r"^candidates"):
         hypervolume_improvement(F, C[:, :1], ref)

@@ -106,7 +106,8 @@ def hypervolume_improvement(
     :math:`q_i = \\min(\\max(f_i, c), r)`, keeps that order, and
     :math:`\\mathrm{HVI}(c) = \\prod_j (r_j - \\min(c_j, r_j)) - \\sum_i (q_{i+1,1} - q_{i,1})(r_2 - q_{i,2})`
     (with :math:`q_{n+1,1} = r_1`), the candidate's box minus its overlap with the front's dominated region.
-    With more objectives each candidate goes through :func:`hypervolume` (BoTorch's exact algorithm).
+    With more objectives each candidate goes through :func:`hypervolume` (BoTorch's exact algorithm; a loop
+    over the candidates).
     """
     _check_points("front", front, allow_empty=True)
     _check_points("candidates", candidates, front.shape[1], allow_empty=True)
@@ -124,7 +125,7 @@ def hypervolume_improvement(
             (hypervolume(torch.cat([front, candidates[i : i + 1]]), ref) - base)
             for i in range(candidates.shape[0])
         ]
-        return torch.tensor(vals, dtype=candidates.dtype)
+        return torch.tensor(vals, dtype=candidates.dtype, device=candidates.device)
     c = torch.minimum(candidates, ref)
     own = (ref - c).prod(1)
     if front.shape[0] == 0:

@@ -134,15 +134,22 @@ def torus_target_velocity(x_t: Tensor, x1: Tensor, t: Tensor) -> Tensor:
     return wrap_angle(x1 - x_t) / (1.0 - t).clamp_min(1e-6)
 
 
+def _check_sym(sym: Tensor) -> None:
+    if not isinstance(sym, Tensor) or sym.dtype != torch.bool:
+        raise ValueError(f"sym: must be a bool tensor, got {getattr(sym, 'dtype', type(sym).__name__)}")
+
+
 def fold_pi_symmetric(chi: Tensor, sym: Tensor) -> Tensor:
     """Angles defined modulo pi (``sym`` true) mapped to the full circle by doubling, ``wrap(2 chi)``, so
     that ``chi`` and ``chi + pi`` are one point of the torus the stage-2 flow lives on; others unchanged."""
+    _check_sym(sym)
     return torch.where(sym, wrap_angle(2 * chi), chi)
 
 
 def unfold_pi_symmetric(theta: Tensor, sym: Tensor) -> Tensor:
     """Inverse of :func:`fold_pi_symmetric` on its image: ``theta / 2`` (one representative, in
     ``(-pi/2, pi/2]``) where ``sym`` is true."""
+    _check_sym(sym)
     return torch.where(sym, theta / 2, theta)
 
 
@@ -671,7 +678,7 @@ def closure_ok(
     target: float = MMFF_AMIDE_CN,
 ) -> bool:
     """Closure success: ``"repo"`` d <= 1.43 A (2.15 A disulfide); ``"paper"`` |d - target| <= delta and
-    energy < 10^3 kJ/mol (= 239.0 kcal/mol, MMFF units)."""
+    energy < 10^3 kJ/mol (= 239.0 kcal/mol; energies are in kcal/mol for either force field)."""
     if rule == "repo":
         return bool(distance <= (2.15 if mode == "C2C" else 1.43))
     if rule == "paper":
@@ -755,10 +762,12 @@ class ForceFieldRefiner:
     ``forcefield="mmff94"`` (default): MMFF94 in RDKit, minimised by RDKit's BFGS. ``forcefield="charmm36"``:
     the paper's CHARMM36 in OpenMM (``charmm36.xml``, no cutoff, in vacuo), the restraint a
     ``CustomExternalForce`` on the heavy atoms, minimised by OpenMM's L-BFGS (``LocalEnergyMinimizer``,
-    ``max_steps`` iterations, as the official relaxer does); H2T and C2C only: OpenMM's templates match every
+    ``max_steps`` iterations or an RMS force of 1 kJ/mol/nm; the spec says the official relaxer runs L-BFGS
+    to convergence); H2T and C2C only: OpenMM's templates match every
     residue of a head-to-tail ring (all are internal residues) and the disulfide, but CHARMM36 has no template
-    for a Lys-Asp/Glu isopeptide (the paper's custom patch), so ``K2DE`` raises ``ValueError``. On the
-    Reference platform (double precision, deterministic).
+    for a Lys-Asp/Glu isopeptide (the paper's custom patch), so ``K2DE`` raises ``ValueError``. On OpenMM's
+    CPU platform with one thread and ``DeterministicForces`` (mixed precision; repeatable bit for bit on one
+    machine).
 
     ``restraint_weight`` is in kJ/mol/A^2 (the official code's unit). Energies are returned in kcal/mol for
     both force fields (OpenMM's kJ/mol divided by 4.184), so one success rule serves both; the closing amide
@@ -864,6 +873,7 @@ class ForceFieldRefiner:
 
     def _refine_openmm(self, pep: CyclicPeptide, coords: np.ndarray) -> tuple[np.ndarray, float, float]:
         import openmm
+        from openmm import unit
 
         ctx, order = self._openmm_context(pep)
         rest = self._openmm[pep.key][2]
@@ -880,7 +890,9 @@ class ForceFieldRefiner:
         openmm.LocalEnergyMinimizer.minimize(
             ctx, _OPENMM_TOLERANCE, int(self.max_steps) if self.max_steps is not None else 0
         )
-        pos_omm = np.asarray(ctx.getState(getPositions=True).getPositions(asNumpy=True)._value) * 10.0
+        pos_omm = np.asarray(
+            ctx.getState(getPositions=True).getPositions(asNumpy=True).value_in_unit(unit.angstrom)
+        )
         pos = np.empty_like(coords)
         pos[order] = pos_omm
         return pos, obj0, _openmm_energy(ctx)
