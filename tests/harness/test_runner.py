@@ -26,8 +26,14 @@ def _run(ctx: Any, method: str, seed: int, config: Mapping[str, Any]) -> None:
     for step in range(1, 4):
         if method == "bad" and step == 2:
             raise RuntimeError("boom in bad")
-        if method == "slow":
+        if method == "slow":  # 0.3 CPU-s per step: past the 0.5 s limit in CPU and wall time at step 2
+            t0 = time.process_time()
+            while time.process_time() - t0 < 0.3:
+                pass
+        if method == "waits":  # little CPU: stands in for a unit on a loaded machine (wall time only grows)
             time.sleep(0.3)
+        if method == "hangs":  # past the wall backstop (4 x 0.5 s) without using CPU
+            time.sleep(0.8)
         value = (
             float("nan") if method == "nan" and step == 3 else 1.0 / step + (0.5 if method == "base" else 0.0)
         )
@@ -104,6 +110,18 @@ def test_statuses_records_and_verdict(tmp_path: Path, toy: Any) -> None:
     assert (out.run_dir / "figures" / "toy.png").stat().st_size > 100
     env = json.loads((out.run_dir / "environment.json").read_text())
     assert {"python", "cpu", "versions", "git_revision", "torch_threads"} <= set(env)
+
+
+def test_time_limit_counts_cpu_time_with_a_wall_backstop(tmp_path: Path, toy: Any) -> None:
+    # 0.9 s of wall time at almost no CPU (a loaded machine) is within the 0.5 s limit; 2.4 s of wall time is
+    # past the backstop (4 x 0.5 s) whatever the CPU time; a unit burning CPU times out at the limit
+    toy(_toy(["waits", "hangs", "slow"], seeds=1))
+    out = run_experiment(TOY_SLUG, "quick", out=tmp_path)
+    status = {u["method"]: u for u in out.units}
+    assert status["waits"]["status"] == "done" and status["waits"]["wall_seconds"] > 0.5
+    assert status["hangs"]["status"] == "timeout" and "backstop 2 s" in status["hangs"]["error"]
+    assert status["slow"]["status"] == "timeout"
+    assert status["slow"]["wall_seconds"] < 2.0  # stopped by CPU and wall time, not by the backstop
 
 
 def test_complete_runs_reach_reproduced(tmp_path: Path, toy: Any) -> None:

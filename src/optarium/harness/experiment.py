@@ -77,7 +77,8 @@ class Experiment:
     """One paper's reproduction: claim, rule, methods, per-scale configuration and the three functions.
 
     ``configs[scale]`` must contain ``"seeds"`` (number of seeds; seeds are ``0 .. seeds-1``). It may contain
-    ``"methods"`` to restrict the methods at that scale and ``"unit_timeout_s"`` (seconds one unit may take).
+    ``"methods"`` to restrict the methods at that scale and ``"unit_timeout_s"`` (seconds one unit may take,
+    in CPU and wall time both, with a wall-time backstop; see :mod:`optarium.harness.runner`).
     ``distributed_methods`` names the methods whose units read ``config["world_size"]`` (default 1: all
     clients in one process) and then run their clients across that many torch.distributed processes.
     """

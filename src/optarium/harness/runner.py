@@ -6,7 +6,11 @@ Each (method, seed) pair is a *unit*. A unit ends with one status of
 - ``done``: ``run`` returned;
 - ``diverged``: a logged metric was NaN or infinite (or ``run`` raised :class:`Diverged`);
 - ``error``: ``run`` raised; the traceback is stored;
-- ``timeout``: the unit ran past ``unit_timeout_s`` (checked at every ``ctx.log`` and ``ctx.check``).
+- ``timeout``: the unit ran past ``unit_timeout_s`` (checked at every ``ctx.log`` and ``ctx.check``): both
+  its CPU time and its wall time exceeded the limit, or its wall time exceeded :data:`WALL_BACKSTOP` times
+  the limit. A unit of fixed cost therefore does not time out because other work shares the machine (wall
+  time grows, CPU time does not), a multi-threaded unit is not cut short by its CPU time running ahead of
+  the clock, and a unit that hangs or waits on other processes is still stopped by the backstop.
 
 A crashing unit never loses the other units' records. Units run in this process (``jobs=1``) or in a pool of
 ``jobs`` spawned processes with one torch thread each, or on a Ray cluster or Slurm
@@ -46,6 +50,7 @@ from optarium.harness.storage import REUSABLE, RunDir, run_id, summarize
 
 __all__ = [
     "DEFAULT_UNIT_TIMEOUT_S",
+    "WALL_BACKSTOP",
     "Diverged",
     "RunContext",
     "RunInterrupted",
@@ -56,6 +61,8 @@ __all__ = [
     "run_suite",
 ]
 
+#: Wall-time multiple of ``unit_timeout_s`` after which a unit times out whatever its CPU time.
+WALL_BACKSTOP = 4.0
 #: Seconds one unit may run, per scale, unless the experiment's config sets ``unit_timeout_s``.
 DEFAULT_UNIT_TIMEOUT_S: Mapping[str, float] = {"smoke": 120.0, "quick": 180.0, "full": 1800.0}
 
@@ -91,8 +98,8 @@ class RunContext:
         self.scale = scale
         self.records: list[dict[str, Any]] = []
         self.stopwatch = Stopwatch()
-        self._deadline = time.monotonic() + timeout_s
-        self._timeout_s = timeout_s
+        self._wall0, self._cpu0 = time.monotonic(), time.process_time()
+        self._timeout_s = float(timeout_s)
 
     def log(self, step: int, *, check_finite: bool = True, **metrics: Any) -> None:
         """Record ``metrics`` (numbers or 0-d tensors) at ``step``."""
@@ -136,9 +143,16 @@ class RunContext:
         self.check()
 
     def check(self) -> None:
-        """Raise :class:`UnitTimeout` if the unit ran past its time limit."""
-        if time.monotonic() > self._deadline:
-            raise UnitTimeout(f"unit ran past its limit of {self._timeout_s:.0f} s")
+        """Raise :class:`UnitTimeout` if the unit ran past its time limit: CPU and wall time both above
+        ``unit_timeout_s``, or wall time above :data:`WALL_BACKSTOP` times it."""
+        wall = time.monotonic() - self._wall0
+        cpu = time.process_time() - self._cpu0
+        limit = self._timeout_s
+        if min(wall, cpu) > limit or wall > WALL_BACKSTOP * limit:
+            raise UnitTimeout(
+                f"unit ran past its limit of {limit:.0f} s (CPU {cpu:.0f} s, wall {wall:.0f} s; "
+                f"wall backstop {WALL_BACKSTOP * limit:.0f} s)"
+            )
 
     def evaluating(self) -> Any:
         """Context in which time is not counted as training time (evaluation)."""
