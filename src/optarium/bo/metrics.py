@@ -130,9 +130,9 @@ def hypervolume_improvement(
     own = (ref - c).prod(1)
     if front.shape[0] == 0:
         return own
-    from botorch.utils.multi_objective.pareto import is_non_dominated
+    from optarium._core.pareto import non_dominated
 
-    F = front[is_non_dominated(-front)]
+    F = front[non_dominated(front)]
     F = F[torch.argsort(F[:, 0], stable=True)]
     q = torch.minimum(torch.maximum(F.unsqueeze(0), c.unsqueeze(1)), ref)  # (k, n, 2)
     x_next = torch.cat([q[:, 1:, 0], ref[0].expand(q.shape[0], 1)], 1)

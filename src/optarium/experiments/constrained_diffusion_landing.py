@@ -442,6 +442,23 @@ def _quality(part: str, x: torch.Tensor, y: torch.Tensor, cfg: Mapping[str, Any]
     return _sw2(x.numpy(), y.numpy(), int(cfg["n_projections"]), pseed)
 
 
+def _cost_figures(name: str, res: Any) -> dict[str, float]:
+    """A sampler run's cost and feasibility figures, named ``<name>_*``: constraint cost (Jacobian evaluations
+    plus Gauss-Newton iterations, the cost the claim is about), its parts, network evaluations, dropped
+    trajectories, the largest violation along the path, the final violation and the sampling wall time."""
+    jac, newton = float(res.extras["jacobian_evals"]), float(res.extras["newton_iters"])
+    return {
+        f"{name}_cost": jac + newton,
+        f"{name}_jacobian_evals": jac,
+        f"{name}_newton_iters": newton,
+        f"{name}_nfe": float(res.extras["nfe"]),
+        f"{name}_failures": float(res.extras["dropped"]),
+        f"{name}_max_violation_path": float(res.extras["max_violation_path"]),
+        f"{name}_final_violation": float(res.value),
+        f"{name}_wall_s": float(res.wall_time_s),
+    }
+
+
 def _trained_unit(ctx: Any, method: str, seed: int, config: Mapping[str, Any]) -> None:
     """Train one net (OLLA or ULLA path loss) on the part's data, then sample with its landing and its -P
     sampler."""
@@ -510,19 +527,7 @@ def _trained_unit(ctx: Any, method: str, seed: int, config: Mapping[str, Any]) -
             figures[f"{name}_q"] = q
             if nets is not None:
                 continue
-            jac, newton = float(res.extras["jacobian_evals"]), float(res.extras["newton_iters"])
-            figures.update(
-                {
-                    f"{name}_cost": jac + newton,
-                    f"{name}_jacobian_evals": jac,
-                    f"{name}_newton_iters": newton,
-                    f"{name}_nfe": float(res.extras["nfe"]),
-                    f"{name}_failures": float(res.extras["dropped"]),
-                    f"{name}_max_violation_path": float(res.extras["max_violation_path"]),
-                    f"{name}_final_violation": float(res.value),
-                    f"{name}_wall_s": float(res.wall_time_s),
-                }
-            )
+            figures.update(_cost_figures(name, res))
             with PeakTensorMemory() as pm:
                 m.sample(prior=data["prior"][:n_mem], generator=torch.Generator().manual_seed(seed))
             figures[f"{name}_peak_mem"] = float(pm.peak_bytes)
@@ -607,22 +612,14 @@ def _so3_unit(ctx: Any, seed: int, config: Mapping[str, Any]) -> None:
             raise RuntimeError(f"so3/{name}: kept sample infeasible, violation {float(res.value):.3g}")
         with ctx.evaluating():
             ok = res.x.shape[0] >= 2
-            jac, newton = float(res.extras["jacobian_evals"]), float(res.extras["newton_iters"])
             det = torch.linalg.det(res.x.reshape(-1, 3, 3))
             figures.update(
                 {
                     f"{name}_q": rotation_mmd(res.x, held_a, bandwidth=bw) if ok else math.nan,
                     f"{name}_angle_ks": _so3_angle_ks(res.x, centres, kappa) if ok else math.nan,
-                    f"{name}_cost": jac + newton,
-                    f"{name}_jacobian_evals": jac,
-                    f"{name}_newton_iters": newton,
-                    f"{name}_nfe": float(res.extras["nfe"]),
-                    f"{name}_failures": float(res.extras["dropped"]),
                     f"{name}_wrong_component": float(res.extras["wrong_component"]),
                     f"{name}_min_det": float(det.min()) if ok else math.nan,
-                    f"{name}_max_violation_path": float(res.extras["max_violation_path"]),
-                    f"{name}_final_violation": float(res.value),
-                    f"{name}_wall_s": float(res.wall_time_s),
+                    **_cost_figures(name, res),
                 }
             )
             if name.endswith("coarse"):

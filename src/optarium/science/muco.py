@@ -67,7 +67,7 @@ import functools
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -718,6 +718,16 @@ def _openmm_topology(pep: CyclicPeptide) -> tuple[Any, np.ndarray]:
     return top, order
 
 
+class _OpenMMState(NamedTuple):
+    """One peptide's CHARMM36 context, the RDKit index of each OpenMM particle, the anchor force and the
+    OpenMM indices of the particles it holds (the heavy atoms)."""
+
+    context: Any
+    order: np.ndarray
+    restraint: Any
+    restrained: np.ndarray
+
+
 @functools.lru_cache(maxsize=1)
 def _charmm36() -> Any:
     """OpenMM's CHARMM36 force field (parsing its XML takes seconds: once per process)."""
@@ -798,7 +808,7 @@ class ForceFieldRefiner:
         self.success_rule, self.max_steps, self.delta = success_rule, max_steps, float(delta)
         self.clash_distance = float(clash_distance)
         self._cache: dict[str, Any] = {}
-        self._openmm: dict[str, Any] = {}
+        self._openmm: dict[str, _OpenMMState] = {}
 
     def _props(self, pep: CyclicPeptide) -> Any:
         if pep.key not in self._cache:
@@ -826,17 +836,17 @@ class ForceFieldRefiner:
     def energy(self, pep: CyclicPeptide, coords: np.ndarray) -> float:
         """Force-field energy of ``coords`` without the restraint, kcal/mol."""
         if self.forcefield == "charmm36":
-            ctx, order = self._openmm_context(pep)
-            _set_openmm_positions(ctx, np.asarray(coords, dtype=np.float64)[order])
-            return _openmm_energy(ctx, groups={0})
+            state = self._openmm_context(pep)
+            _set_openmm_positions(state.context, np.asarray(coords, dtype=np.float64)[state.order])
+            return _openmm_energy(state.context, groups={0})
         ff, _ = self.force_field(pep, coords, restrained=False)
         return float(ff.CalcEnergy())
 
-    def _openmm_context(self, pep: CyclicPeptide) -> tuple[Any, np.ndarray]:
-        """(OpenMM context with CHARMM36 in force group 0 and the heavy-atom restraint in group 1, the RDKit
-        atom index of each OpenMM particle); built once per peptide."""
+    def _openmm_context(self, pep: CyclicPeptide) -> _OpenMMState:
+        """OpenMM context with CHARMM36 in force group 0 and the heavy-atom restraint in group 1, the RDKit
+        atom index of each OpenMM particle, the restraint force and its particles; built once per peptide."""
         if pep.key in self._openmm:
-            return self._openmm[pep.key][:2]
+            return self._openmm[pep.key]
         if pep.mode == "K2DE":
             raise ValueError(
                 "forcefield='charmm36' supports modes H2T and C2C; CHARMM36 has no template for the K2DE "
@@ -858,32 +868,26 @@ class ForceFieldRefiner:
         rest.addGlobalParameter("k", self.restraint_weight * 100.0)  # kJ/mol/A^2 -> kJ/mol/nm^2
         for name in ("x0", "y0", "z0"):
             rest.addPerParticleParameter(name)
-        heavy = set(pep.heavy.tolist())
-        for p, i in enumerate(order):
-            if int(i) in heavy:
-                rest.addParticle(p, [0.0, 0.0, 0.0])
+        restrained = np.flatnonzero(np.isin(order, pep.heavy))  # OpenMM indices of the heavy atoms
+        for p in restrained.tolist():
+            rest.addParticle(p, [0.0, 0.0, 0.0])
         rest.setForceGroup(1)
         system.addForce(rest)
         integrator = openmm.VerletIntegrator(0.001 * unit.picoseconds)
         platform = openmm.Platform.getPlatformByName(_OPENMM_PLATFORM)
         props = {"Threads": "1", "DeterministicForces": "true"} if _OPENMM_PLATFORM == "CPU" else {}
         ctx = openmm.Context(system, integrator, platform, props)
-        self._openmm[pep.key] = (ctx, order, rest)
-        return ctx, order
+        self._openmm[pep.key] = _OpenMMState(ctx, order, rest, restrained)
+        return self._openmm[pep.key]
 
     def _refine_openmm(self, pep: CyclicPeptide, coords: np.ndarray) -> tuple[np.ndarray, float, float]:
         import openmm
         from openmm import unit
 
-        ctx, order = self._openmm_context(pep)
-        rest = self._openmm[pep.key][2]
+        ctx, order, rest, restrained = self._openmm_context(pep)
         x = coords[order]
-        heavy = set(pep.heavy.tolist())
-        j = 0
-        for p, i in enumerate(order):
-            if int(i) in heavy:
-                rest.setParticleParameters(j, p, (x[p] / 10.0).tolist())
-                j += 1
+        for j, p in enumerate(restrained.tolist()):  # the anchor: this conformer's heavy atoms (nm)
+            rest.setParticleParameters(j, p, (x[p] / 10.0).tolist())
         rest.updateParametersInContext(ctx)
         _set_openmm_positions(ctx, x)
         obj0 = _openmm_energy(ctx)
